@@ -1,0 +1,39 @@
+"""mixlinreg: IFCA on mixtures of linear regressions and strongly convex losses.
+
+>>> import mixlinreg as mlr
+>>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+>>> res = mlr.ifca(mix.X, mix.y, mlr.init_close(mix.theta_star, 0.25, n_runs=2, rng=1), lr=0.1)
+>>> float(mlr.dist_matched(res.theta[0], mix.theta_star)) < 0.06
+True
+"""
+
+from . import metrics
+from .data import (
+    Mixture,
+    Trial,
+    draw_trial,
+    init_bernoulli,
+    init_close,
+    make_logistic_mixture,
+    make_mixture,
+    make_student_t_mixture,
+)
+from .ifca import IFCA, ConvergenceWarning, IFCAResult, IFCATrace, ifca
+from .metrics import (
+    adjusted_rand,
+    cluster_accuracy,
+    dist_matched,
+    dist_nearest,
+    misclassification_rate,
+    pairwise_dist,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "IFCA", "ConvergenceWarning", "IFCAResult", "IFCATrace", "ifca",
+    "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
+    "make_student_t_mixture", "init_bernoulli", "init_close",
+    "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",
+    "misclassification_rate", "pairwise_dist",
+]

@@ -1,0 +1,112 @@
+"""Input checking shared by the public functions.
+
+Every error names the parameter, the allowed range or type, and the value received.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _show(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"array of shape {value.shape} and dtype {value.dtype}"
+    return repr(value)
+
+
+def check_int(name, value, *, low=None, high=None):
+    """Return ``value`` as a Python int, checking ``low <= value <= high``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_show(value)}")
+    value = int(value)
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be in {_range(low, high, True, True)}, got {value}")
+    return value
+
+
+def check_float(name, value, *, low=None, high=None, low_open=False, high_open=False):
+    """Return ``value`` as a finite Python float inside the given range."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {_show(value)}")
+    value = float(value)
+    bad = not np.isfinite(value)
+    if low is not None:
+        bad |= value <= low if low_open else value < low
+    if high is not None:
+        bad |= value >= high if high_open else value > high
+    if bad:
+        rng = _range(low, high, not low_open, not high_open)
+        raise ValueError(f"{name} must be a finite number in {rng}, got {value!r}")
+    return value
+
+
+def check_choice(name, value, choices):
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {sorted(choices)}, got {value!r}")
+    return value
+
+
+def check_dtype(name, dtype):
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{name} must be numpy.float32 or numpy.float64, got {dtype!r}") from None
+    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise ValueError(f"{name} must be numpy.float32 or numpy.float64, got {dt}")
+    return dt
+
+
+def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
+    """Return ``value`` as a C-contiguous float array of the requested dtype.
+
+    ``ndim`` may be an int or a tuple of allowed ints; ``shape`` a tuple whose ``None`` entries
+    are free.
+    """
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise TypeError(f"{name} must be array-like, got {type(value).__name__}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise TypeError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise TypeError(f"{name} must be real, got dtype {arr.dtype}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} dimensions, got shape {arr.shape}")
+    if shape is not None:
+        ok = len(shape) == arr.ndim and all(s is None or s == a for s, a in zip(shape, arr.shape))
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    if dtype is not None:
+        arr = arr.astype(dtype, copy=False)
+    if finite and arr.size and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
+    # np.ascontiguousarray would turn a 0-d array into shape (1,)
+    return np.array(arr, copy=True) if arr.ndim == 0 else np.ascontiguousarray(arr)
+
+
+def _range(low, high, low_closed, high_closed):
+    left = "[" if low_closed and low is not None else "("
+    right = "]" if high_closed and high is not None else ")"
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    return f"{left}{lo}, {hi}{right}"
+
+
+def as_generator(rng):
+    """``numpy.random.default_rng`` with a clear error (SPEC 7 style ``rng`` argument)."""
+    if isinstance(rng, np.random.RandomState):
+        raise TypeError("rng must be None, an int seed, a SeedSequence or a numpy.random.Generator; "
+                        "legacy RandomState is not accepted")
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"rng must be None, an int seed, a SeedSequence or a numpy.random.Generator, "
+                        f"got {_show(rng)}") from exc

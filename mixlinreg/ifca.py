@@ -1,0 +1,512 @@
+"""IFCA: the batched function :func:`ifca` and the scikit-learn style estimator :class:`IFCA`."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+from threadpoolctl import threadpool_limits
+
+from . import _config
+from ._kernels import LOSS_CODES, _ifca_kernel
+from ._validation import (
+    as_generator,
+    check_array,
+    check_choice,
+    check_dtype,
+    check_float,
+    check_int,
+)
+
+__all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning"]
+
+
+class ConvergenceWarning(UserWarning):
+    """Issued when every restart diverged, or the kept run did not meet ``tol``."""
+
+
+@dataclass(frozen=True)
+class IFCATrace:
+    """Per-iteration record of a batched IFCA call (``trace=True``).
+
+    Index ``t`` along the first axis is the state at the start of iteration ``t`` (the models
+    ``theta^(t)``); index ``n_iter`` is the final evaluation on all rows. Once a run is frozen
+    (diverged or stopped early) its remaining entries repeat its final evaluation.
+
+    Attributes
+    ----------
+    labels : ndarray of shape (n_iter + 1, R, m)
+        Cluster estimates of every machine.
+    loss : ndarray of shape (n_iter + 1, R)
+        Training loss ``(1/m) sum_i min_j F_i(theta_j)``.
+    dist : ndarray of shape (n_iter + 1, R, k, k) or None
+        ``dist[t, r, j, l] = ||theta_j^(t) - theta*_l||`` when ``theta_star`` was given.
+    """
+
+    labels: np.ndarray
+    loss: np.ndarray
+    dist: np.ndarray | None
+
+    def dist_matched(self):
+        """Matched distance (one-to-one, see :func:`mixlinreg.metrics.dist_matched`), (n_iter+1, R)."""
+        from .metrics import dist_matched_from_matrix
+
+        self._need_dist()
+        return dist_matched_from_matrix(self.dist)
+
+    def dist_nearest(self):
+        """Authors' distance (nearest true parameter), shape (n_iter + 1, R)."""
+        from .metrics import dist_nearest_from_matrix
+
+        self._need_dist()
+        return dist_nearest_from_matrix(self.dist)
+
+    def _need_dist(self):
+        if self.dist is None:
+            raise ValueError("this trace has no distances: pass theta_star to ifca(..., trace=True)")
+
+
+@dataclass(frozen=True)
+class IFCAResult:
+    """Outcome of :func:`ifca` for ``R`` runs.
+
+    Attributes
+    ----------
+    theta : ndarray (R, k, d)
+        Final models.
+    labels : ndarray (R, m)
+        Cluster estimate of every machine at the final models (all rows).
+    loss : ndarray (R,)
+        Final training loss ``(1/m) sum_i min_j F_i(theta_j)`` on all rows.
+    diverged : ndarray (R,) of bool
+        Runs frozen because their parameters or loss stopped being finite or exceeded the threshold.
+    converged : ndarray (R,) of bool
+        Runs frozen by the optional early stop.
+    n_iter : ndarray (R,) of int
+        Iterations each run performed.
+    method : str
+        ``"data"`` or ``"stats"`` (sufficient statistics).
+    trace : IFCATrace or None
+    """
+
+    theta: np.ndarray
+    labels: np.ndarray
+    loss: np.ndarray
+    diverged: np.ndarray
+    converged: np.ndarray
+    n_iter: np.ndarray
+    method: str
+    trace: IFCATrace | None = None
+
+
+def _cheaper_with_stats(n, d, k):
+    # flop per machine, run and iteration: stats 2 d^2 k, data 2 n d (k + 1)
+    return d * k < n * (k + 1)
+
+
+def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
+         averaging="gradient", local_steps=1, resample=False, participation=None,
+         y_index=None, theta_star=None, early_stop=False, tol=1e-6,
+         diverge_threshold=_config.DIVERGE_THRESHOLD, trace=False, method="auto",
+         dtype=None, n_threads=None, rng=None):
+    r"""Run many IFCA runs at once on shared data.
+
+    Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
+    every machine ``i`` picks ``a_i = argmin_j F_i(theta_j)`` (ties to the lowest index, a NaN loss
+    never wins over a finite one), then
+
+    * ``averaging="gradient"`` (option I):
+      ``theta_j <- theta_j - (lr / m) * sum_{i participating, a_i = j} grad F_i(theta_j)``
+      (the divisor is ``m``, as in Algorithm 2 of the paper, so cluster j's effective step is
+      ``lr * p_j``);
+    * ``averaging="model"`` (option II): each participating machine runs ``local_steps`` gradient
+      steps of size ``lr`` from ``theta_{a_i}``; each model becomes the mean of the local models of
+      the machines that chose it (a model nobody chose keeps its value).
+
+    ``F_i(theta; Z) = (1/|Z|) sum_{t in Z} ell(<x_t, theta>, y_t) + (l2 / 2) ||theta||^2`` with
+    ``ell`` = ``(z - y)^2`` (``"squared"``), ``log(1 + e^z) - y z`` (``"logistic"``, y in [0, 1])
+    or the Huber function of ``y - z`` with threshold ``huber_delta`` (``"huber"``).
+
+    Parameters
+    ----------
+    X : array (m, n, d)
+        Features of m machines with n rows each.
+    y : array (m, n) or (C, m, n)
+        Responses; a 3-d array holds C variants sharing ``X`` (for example every (R, sigma) cell of a
+        Figure 2 trial), selected per run by ``y_index``.
+    init : array (R, k, d) or (k, d)
+        Initial models of R runs (a 2-d array is one run).
+    lr : float or array (R,)
+        Step size of each run, > 0.
+    n_iter : int, default 300
+        Iterations (T). ``n_iter=0`` only evaluates ``init``.
+    loss : {"squared", "logistic", "huber"}
+    l2 : float, default 0
+        Ridge coefficient (penalty ``l2/2 ||theta||^2``); ``loss="squared", l2>0`` is ridge regression.
+    huber_delta : float, default 1
+    averaging : {"gradient", "model"}
+    local_steps : int, default 1
+        Local gradient steps per iteration for ``averaging="model"`` (tau).
+    resample : bool, default False
+        The variant the theorems analyse: each machine's rows are split into ``2 n_iter`` disjoint
+        consecutive blocks of ``n' = n // (2 n_iter)`` rows; iteration t estimates clusters on block
+        ``2t`` and takes the gradient on block ``2t + 1``. The experiments of the paper do not resample.
+    participation : None, int or bool array (n_iter, R, m)
+        None: every machine every iteration. int s: s distinct machines per iteration and run, drawn
+        from run r's own generator (``rng`` spawned into R children). A boolean mask is used as given.
+    y_index : int array (R,), required when ``y`` is 3-d
+    theta_star : array (k', d) or (C, k', d), optional
+        True parameters, only used for the trace's distances.
+    early_stop : bool, default False
+        Freeze a run once its assignments did not change from the previous iteration and its largest
+        relative step ``max_j ||theta_j^+ - theta_j|| / ||theta_j||`` is at most ``tol``. Off by
+        default: off is the exact fixed-iteration protocol.
+    tol : float, default 1e-6
+    diverge_threshold : float, default 1e10
+        A run whose parameters or training loss stop being finite, or whose largest parameter entry
+        exceeds this, is frozen and flagged ``diverged``; the others go on.
+    trace : bool, default False
+        Record per-iteration assignments, training loss and (with ``theta_star``) distances.
+    method : {"auto", "data", "stats"}
+        ``"stats"`` computes each iteration from per-machine sufficient statistics
+        ``X_i^T X_i, X_i^T y_i, y_i^T y_i`` (squared loss, ``resample=False``, gradient averaging),
+        costing ``2 d^2 k`` instead of ``2 n d (k + 1)`` flop per machine and run. ``"auto"`` uses it
+        when that is cheaper and ``dtype`` is float64 (in float32 the expanded quadratic loses
+        accuracy to cancellation).
+    dtype : numpy.float32 or numpy.float64, optional
+        Working precision; default X's dtype if it is float32 or float64, else float64.
+    n_threads : int, optional
+        numba threads (default: all). Results do not depend on it.
+    rng : None, int, SeedSequence or Generator
+        Only used to draw ``participation`` when it is an int.
+
+    Returns
+    -------
+    IFCAResult
+
+    Examples
+    --------
+    >>> import numpy as np, mixlinreg as mlr
+    >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+    >>> init = mlr.init_close(mix.theta_star, alpha0=0.25, n_runs=3, rng=1)
+    >>> res = mlr.ifca(mix.X, mix.y, init, lr=0.1, n_iter=100)
+    >>> res.theta.shape, res.labels.shape
+    ((3, 2, 5), (3, 20))
+    >>> bool((res.labels == mix.labels).all())
+    True
+
+    References
+    ----------
+    Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
+    NeurIPS 2020 / IEEE Trans. Inf. Theory 2022: Algorithm 2 (IFCA) and Section 5 (resampling).
+    """
+    # ---------------------------------------------------------------- validation
+    if dtype is None:
+        xd = getattr(X, "dtype", None)
+        dtype = xd if xd in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
+    dt = check_dtype("dtype", dtype)
+    X = check_array("X", X, ndim=3, dtype=dt)
+    m, n, d = X.shape
+    if min(m, n, d) < 1:
+        raise ValueError(f"X must have m, n, d >= 1, got shape {X.shape}")
+    y = check_array("y", y, ndim=(2, 3), dtype=dt)
+    Y = y[None] if y.ndim == 2 else y
+    if Y.shape[1:] != (m, n):
+        raise ValueError(f"y must have shape ({m}, {n}) or (C, {m}, {n}) to match X, got {y.shape}")
+    C = Y.shape[0]
+    init = check_array("init", init, ndim=(2, 3), dtype=dt)
+    theta = np.array(init[None] if init.ndim == 2 else init, dtype=dt, order="C")
+    R, k, dd = theta.shape
+    if dd != d:
+        raise ValueError(f"init must have d = {d} columns to match X, got shape {init.shape}")
+    if R < 1 or k < 1:
+        raise ValueError(f"init must hold at least one run of at least one model, got shape {init.shape}")
+    lr_arr = np.asarray(lr)
+    if lr_arr.ndim == 0:
+        lr_arr = np.full(R, check_float("lr", lr_arr.item() if lr_arr.dtype.kind in "fiu" else lr,
+                                        low=0, low_open=True))
+    lr_arr = check_array("lr", lr_arr, shape=(R,), dtype=np.float64)
+    if np.any(lr_arr <= 0):
+        raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
+    lr_arr = lr_arr.astype(dt)
+    n_iter = check_int("n_iter", n_iter, low=0)
+    check_choice("loss", loss, LOSS_CODES)
+    l2 = check_float("l2", l2, low=0)
+    huber_delta = check_float("huber_delta", huber_delta, low=0, low_open=True)
+    check_choice("averaging", averaging, {"gradient", "model"})
+    local_steps = check_int("local_steps", local_steps, low=1)
+    tol = check_float("tol", tol, low=0)
+    diverge_threshold = check_float("diverge_threshold", diverge_threshold, low=0, low_open=True)
+    check_choice("method", method, {"auto", "data", "stats"})
+    if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
+        raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
+                         f"got values in [{Y.min()!r}, {Y.max()!r}]")
+
+    if y.ndim == 3:
+        if y_index is None:
+            raise ValueError("y_index is required when y is 3-d: one variant index in [0, C) per run")
+        yidx = np.asarray(y_index)
+        if yidx.shape != (R,) or yidx.dtype.kind not in "iu":
+            raise ValueError(f"y_index must be an integer array of shape ({R},), got {yidx.shape} {yidx.dtype}")
+        if yidx.min() < 0 or yidx.max() >= C:
+            raise ValueError(f"y_index entries must be in [0, {C - 1}], got range "
+                             f"[{yidx.min()}, {yidx.max()}]")
+        yidx = yidx.astype(np.int64)
+    else:
+        if y_index is not None:
+            raise ValueError("y_index is only allowed when y is 3-d (C, m, n)")
+        yidx = np.zeros(R, dtype=np.int64)
+
+    n_sub = n
+    resample = bool(resample)
+    if resample:
+        if n_iter < 1:
+            raise ValueError("resample=True needs n_iter >= 1")
+        n_sub = n // (2 * n_iter)
+        if n_sub < 1:
+            raise ValueError(f"resample=True needs n >= 2 * n_iter rows per machine (n' = n // (2 n_iter) "
+                             f">= 1), got n = {n}, n_iter = {n_iter}")
+
+    part = np.zeros((1, 1, 1), dtype=np.bool_)
+    use_part = participation is not None
+    if isinstance(participation, (int, np.integer)) and not isinstance(participation, bool):
+        s = check_int("participation", participation, low=1, high=m)
+        part = np.zeros((max(n_iter, 1), R, m), dtype=np.bool_)
+        for r, g in enumerate(as_generator(rng).spawn(R)):
+            for t in range(n_iter):
+                part[t, r, g.choice(m, size=s, replace=False)] = True
+    elif participation is not None:
+        part = np.asarray(participation)
+        if part.dtype != np.bool_ or part.shape != (n_iter, R, m):
+            raise ValueError(f"participation must be None, an int in [1, {m}] or a bool array of shape "
+                             f"({n_iter}, {R}, {m}), got {part.shape} {part.dtype}")
+        part = np.ascontiguousarray(part)
+        if n_iter == 0:
+            part = np.zeros((1, 1, 1), dtype=np.bool_)
+
+    has_star = theta_star is not None
+    star = np.zeros((C, 1, d), dtype=dt)
+    if has_star:
+        ts = check_array("theta_star", theta_star, ndim=(2, 3), dtype=dt)
+        star = ts[None] if ts.ndim == 2 else ts
+        if star.shape[2] != d or star.shape[0] not in (1, C):
+            raise ValueError(f"theta_star must have shape (k', {d}) or ({C}, k', {d}), got {ts.shape}")
+        star = np.ascontiguousarray(np.broadcast_to(star, (C,) + star.shape[1:]))
+
+    stats_ok = loss == "squared" and not resample and averaging == "gradient"
+    if method == "stats" and not stats_ok:
+        raise ValueError("method='stats' needs loss='squared', resample=False and averaging='gradient'")
+    use_stats = method == "stats" or (
+        method == "auto" and stats_ok and dt == np.float64 and _cheaper_with_stats(n, d, k))
+    if use_stats:
+        A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
+        Bv = np.ascontiguousarray(np.einsum("mnd,cmn->cmd", X, Y, optimize=True))
+        cv = np.ascontiguousarray(np.einsum("cmn,cmn->cm", Y, Y).astype(np.float64))
+    else:
+        A = np.zeros((1, 1, 1), dtype=dt)
+        Bv = np.zeros((1, 1, 1), dtype=dt)
+        cv = np.zeros((1, 1), dtype=np.float64)
+
+    nchunks = min(m, _config.MAX_CHUNKS)
+    chunk_lo = (np.arange(nchunks + 1, dtype=np.int64) * m) // nchunks
+
+    # ---------------------------------------------------------------- outputs
+    labels = np.zeros((R, m), dtype=np.int64)
+    loss_out = np.zeros(R, dtype=np.float64)
+    diverged = np.zeros(R, dtype=np.bool_)
+    converged = np.zeros(R, dtype=np.bool_)
+    n_iter_out = np.zeros(R, dtype=np.int64)
+    T1 = n_iter + 1 if trace else 1
+    tr_labels = np.zeros((T1, R if trace else 1, m if trace else 1), dtype=np.int64)
+    tr_loss = np.zeros((T1, R if trace else 1), dtype=np.float64)
+    ks = star.shape[1]
+    tr_dist = np.zeros((T1, R, k, ks) if (trace and has_star) else (1, 1, 1, 1), dtype=np.float64)
+
+    threads = numba.config.NUMBA_NUM_THREADS if n_threads is None else check_int(
+        "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
+    old_threads = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            with np.errstate(all="ignore"):
+                _ifca_kernel(X, Y, yidx, theta, lr_arr, LOSS_CODES[loss], huber_delta, l2,
+                             use_stats, A, Bv, cv,
+                             averaging == "model", local_steps, n_iter, resample, n_sub,
+                             use_part, part, bool(early_stop), tol, diverge_threshold,
+                             chunk_lo, bool(trace), star, has_star,
+                             labels, loss_out, diverged, converged, n_iter_out,
+                             tr_labels, tr_loss, tr_dist)
+    finally:
+        numba.set_num_threads(old_threads)
+
+    tr = None
+    if trace:
+        tr = IFCATrace(labels=tr_labels, loss=tr_loss, dist=tr_dist if has_star else None)
+    return IFCAResult(theta=theta, labels=labels, loss=loss_out, diverged=diverged,
+                      converged=converged, n_iter=n_iter_out,
+                      method="stats" if use_stats else "data", trace=tr)
+
+
+class IFCA(BaseEstimator):
+    """IFCA as a scikit-learn style estimator, with restarts.
+
+    ``fit`` runs ``n_init`` initializations for every step size in ``lr`` (all in one batched
+    :func:`ifca` call) and keeps the run with the lowest final training loss among those that did
+    not diverge: the choice a practitioner without ground truth would make.
+
+    Parameters
+    ----------
+    n_clusters : int, default 2
+        Number of cluster models k.
+    lr : float or sequence of float, default 0.1
+        Step size, or several step sizes to sweep (each is tried with every initialization).
+    n_init : int, default 10
+        Initializations per step size.
+    n_iter : int, default 300
+    init : {"bernoulli", "gaussian"} or array (k, d) or (n_init, k, d)
+        ``"bernoulli"``: independent coordinate-wise Bernoulli(0.5) entries (the paper's Section 6.1);
+        ``"gaussian"``: standard normal entries; an array is used as given.
+    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, method, dtype, n_threads
+        As in :func:`ifca`.
+    rng : None, int, SeedSequence or Generator
+        Source of the random initializations.
+
+    Attributes
+    ----------
+    coef_ : ndarray (k, d)
+        Models of the kept run.
+    labels_ : ndarray (m,)
+        Cluster of every training machine under ``coef_``.
+    loss_ : float
+        Final training loss of the kept run.
+    loss_history_ : ndarray (n_iter + 1,)
+        Training loss of the kept run at every iteration.
+    n_iter_ : int
+        Iterations the kept run performed.
+    lr_ : float
+        Step size of the kept run.
+    result_ : IFCAResult
+        All runs, for inspection (``result_.loss``, ``result_.diverged``, ...).
+
+    Examples
+    --------
+    >>> import mixlinreg as mlr
+    >>> mix = mlr.make_mixture(m=40, n=100, d=10, k=2, R=1.0, sigma=0.1, rng=0)
+    >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=5, n_iter=200, rng=1).fit(mix.X, mix.y)
+    >>> est.coef_.shape
+    (2, 10)
+    >>> mlr.metrics.adjusted_rand(mix.labels, est.labels_)
+    1.0
+    >>> est.predict(mix.X[:3], mix.y[:3]).tolist() == est.labels_[:3].tolist()
+    True
+
+    References
+    ----------
+    Ghosh et al., "An Efficient Framework for Clustered Federated Learning", Algorithm 2 and
+    Section 6.1 (random initialization with restarts).
+    """
+
+    def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
+                 loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
+                 early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
+                 rng=None):
+        self.n_clusters = n_clusters
+        self.lr = lr
+        self.n_init = n_init
+        self.n_iter = n_iter
+        self.init = init
+        self.loss = loss
+        self.l2 = l2
+        self.huber_delta = huber_delta
+        self.averaging = averaging
+        self.local_steps = local_steps
+        self.early_stop = early_stop
+        self.tol = tol
+        self.method = method
+        self.dtype = dtype
+        self.n_threads = n_threads
+        self.rng = rng
+
+    def _kernel_kwargs(self):
+        return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
+                    n_threads=self.n_threads)
+
+    def fit(self, X, y):
+        """Fit on machines' data ``X`` (m, n, d) and ``y`` (m, n). Returns self."""
+        k = check_int("n_clusters", self.n_clusters, low=1)
+        n_init = check_int("n_init", self.n_init, low=1)
+        dt = check_dtype("dtype", self.dtype)
+        X = check_array("X", X, ndim=3, dtype=dt)
+        d = X.shape[2]
+        lrs = np.atleast_1d(np.asarray(self.lr, dtype=object))
+        if lrs.ndim != 1 or lrs.size == 0:
+            raise ValueError(f"lr must be a positive number or a non-empty sequence of them, got {self.lr!r}")
+        lrs = np.array([check_float("lr", v, low=0, low_open=True) for v in lrs])
+        gen = as_generator(self.rng)
+        if isinstance(self.init, str):
+            check_choice("init", self.init, {"bernoulli", "gaussian"})
+            if self.init == "bernoulli":
+                from .data import init_bernoulli
+
+                theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
+            else:
+                theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
+        else:
+            theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
+            theta0 = theta0[None] if theta0.ndim == 2 else theta0
+            if theta0.shape[1:] != (k, d):
+                raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}), "
+                                 f"got {theta0.shape}")
+        n_starts = theta0.shape[0]
+        # run r uses initialization r // len(lrs) and step size lrs[r % len(lrs)]
+        runs0 = np.repeat(theta0, lrs.size, axis=0)
+        lr_runs = np.tile(lrs, n_starts)
+        res = ifca(X, y, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
+                   local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
+                   method=self.method, trace=True, **self._kernel_kwargs())
+        ok = ~res.diverged & np.isfinite(res.loss)
+        if ok.any():
+            best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
+        else:
+            best = 0
+            warnings.warn(f"all {res.loss.size} runs of IFCA diverged; try a smaller lr "
+                          f"(got {lrs.tolist()})", ConvergenceWarning, stacklevel=2)
+        if self.early_stop and ok.any() and not res.converged[best]:
+            warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
+                          "iterations; increase n_iter", ConvergenceWarning, stacklevel=2)
+        self.coef_ = res.theta[best].copy()
+        self.labels_ = res.labels[best].copy()
+        self.loss_ = float(res.loss[best])
+        self.loss_history_ = res.trace.loss[:, best].copy()
+        self.n_iter_ = int(res.n_iter[best])
+        self.lr_ = float(lr_runs[best])
+        self.result_ = res
+        self.n_features_in_ = d
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("this IFCA instance is not fitted yet; call fit(X, y) first")
+
+    def _evaluate(self, X, y):
+        self._check_fitted()
+        X = np.asarray(X)
+        y = np.asarray(y)
+        if X.ndim == 2 and y.ndim == 1:  # a single machine
+            X, y = X[None], y[None]
+        return ifca(X, y, self.coef_, 1.0, n_iter=0, **self._kernel_kwargs())
+
+    def predict(self, X, y):
+        """Cluster of each machine: ``argmin_j F_i(coef_j)`` on its data ``X`` (m, n, d), ``y`` (m, n).
+
+        IFCA assigns a machine by the loss of each model on its labelled data, so ``y`` is needed.
+        """
+        return self._evaluate(X, y).labels[0]
+
+    def score(self, X, y):
+        """Minus the training-style loss ``(1/m) sum_i min_j F_i(coef_j)`` (higher is better)."""
+        return -float(self._evaluate(X, y).loss[0])
