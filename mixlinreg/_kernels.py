@@ -90,18 +90,32 @@ def _argmin(L, a, k):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _pack(theta, act, na, Th, pen, dup, l2):
-    """Pack active runs' models into Th (na*k, d); penalties l2/2 ||theta||^2; duplicate map."""
+def _padded(na, pad):
+    """Number of packed run slots: na rounded up to a multiple of ``pad`` when that wastes <= 1/8.
+
+    BLAS kernels run much faster on column counts that fill whole SIMD registers (16 float32 or 8
+    float64); the extra slots hold zero models whose results are ignored.
+    """
+    nap = ((na + pad - 1) // pad) * pad
+    if (nap - na) * 8 > na:
+        return na
+    return nap
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _pack(theta, act, na, nap, ThT, pen, dup, l2):
+    """Pack the active runs' models as columns of ThT (d, nap*k); penalties; duplicate map."""
     k = theta.shape[1]
     d = theta.shape[2]
+    ThT[:, :] = 0.0
     for a in range(na):
         r = act[a]
         for j in range(k):
             s = 0.0
-            row = a * k + j
+            col = a * k + j
             for q in range(d):
                 v = theta[r, j, q]
-                Th[row, q] = v
+                ThT[q, col] = v
                 s += np.float64(v) * np.float64(v)
             pen[a, j] = 0.5 * l2 * s
             # exact ties: a model bitwise equal to a lower-indexed one reuses that model's loss
@@ -118,43 +132,47 @@ def _pack(theta, act, na, Th, pen, dup, l2):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _machine(i, t_est0, ne, t_grad0, ng, X, Y, yidx, act, na, k, Th, pen, dup,
+def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
              code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
              do_update, model_avg, local_steps, use_part, part, it,
              Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, gsum, cnt):
     """Process one machine for all active runs: losses, assignment and (optionally) its update.
 
-    Writes the assignment and the minimum loss of run ``act[a]`` into ``asg_out[act[a], i]`` and
-    ``lmin_out[act[a], i]``; adds the machine's gradient (option I) or local model (option II) into
-    ``gsum[a, j]`` (and ``cnt[a, j]``) when ``do_update`` and the machine participates.
+    Writes the assignment and minimum loss of run ``act[a]`` into ``asg_out[act[a], i]`` and
+    ``lmin_out[act[a], i]``; when ``do_update`` and the machine participates, adds its gradient
+    (option I) or its local model (option II) into column ``a*k + j`` of ``gsum`` (d, nap*k) and
+    counts it in ``cnt[a, j]``.
     """
-    d = Th.shape[1]
-    nk = na * k
-    Thv = Th[:nk]
+    d = ThT.shape[0]
+    W = nap * k
     if use_stats:
-        # Q[row] = A_i theta_row  (A_i = X_i^T X_i is symmetric)
-        Q = Pflat[: nk * d].reshape((nk, d))
-        np.dot(Thv, A[i], Q)
+        # Q = A_i ThT (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
+        Q = Pflat[: d * W].reshape((d, W))
+        np.dot(A[i], ThT, Q)
         for a in range(na):
-            ci = yidx[act[a]]
             for j in range(k):
-                row = a * k + j
-                quad = 0.0
-                lin = 0.0
-                for q in range(d):
-                    quad += np.float64(Th[row, q]) * np.float64(Q[row, q])
-                    lin += np.float64(Bv[ci, i, q]) * np.float64(Th[row, q])
-                L[a, j] = (quad - 2.0 * lin + cv[ci, i]) / n_all + pen[a, j]
+                L[a, j] = 0.0
+        for q in range(d):
+            for a in range(na):
+                bq = np.float64(Bv[yidx[act[a]], i, q])
+                for j in range(k):
+                    col = a * k + j
+                    th = np.float64(ThT[q, col])
+                    L[a, j] += th * (np.float64(Q[q, col]) - 2.0 * bq)
+        for a in range(na):
+            cc = cv[yidx[act[a]], i]
+            for j in range(k):
+                L[a, j] = (L[a, j] + cc) / n_all + pen[a, j]
     else:
-        Xe = X[i, t_est0:t_est0 + ne]
-        P = Pflat[: ne * nk].reshape((ne, nk))
-        np.dot(Xe, Thv.T, P)
+        Xe = X[i, e0:e0 + ne]
+        P = Pflat[: ne * W].reshape((ne, W))
+        np.dot(Xe, ThT, P)
         for a in range(na):
             for j in range(k):
                 L[a, j] = 0.0
         for t in range(ne):
             for a in range(na):
-                yv = Y[yidx[act[a]], i, t_est0 + t]
+                yv = Y[yidx[act[a]], i, e0 + t]
                 for j in range(k):
                     L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
         for a in range(na):
@@ -171,95 +189,94 @@ def _machine(i, t_est0, ne, t_grad0, ng, X, Y, yidx, act, na, k, Th, pen, dup,
         return
 
     if use_stats:
-        # gradient 2 (A theta - b) / n + l2 theta, no extra GEMM
+        # gradient 2 (A theta - b) / n + l2 theta: no extra GEMM
         for a in range(na):
             r = act[a]
             if use_part and not part[it, r, i]:
                 continue
-            j = asg_out[r, i]
-            row = a * k + j
+            col = a * k + asg_out[r, i]
             ci = yidx[r]
             for q in range(d):
-                gsum[a, j, q] += 2.0 * (Q[row, q] - Bv[ci, i, q]) / n_all + l2 * Th[row, q]
+                gsum[q, col] += 2.0 * (Q[q, col] - Bv[ci, i, q]) / n_all + l2 * ThT[q, col]
         return
 
-    Xg = X[i, t_grad0:t_grad0 + ng]
-    Rm = Rflat[: ng * na].reshape((ng, na))
-    G = Gflat[: na * d].reshape((na, d))
+    Xg = X[i, g0:g0 + ng]
+    Rm = Rflat[: ng * nap].reshape((ng, nap))
+    GT = Gflat[: d * nap].reshape((d, nap))
+    TaT = Tflat[: d * nap].reshape((d, nap))
+    Qg = Pflat[: ng * nap].reshape((ng, nap))
+    if model_avg or g0 != e0 or ng != ne:
+        # the assigned models as columns (needed for fresh gradient rows or local steps)
+        TaT[:, :] = 0.0
+        for a in range(na):
+            col = a * k + asg_out[act[a], i]
+            for q in range(d):
+                TaT[q, a] = ThT[q, col]
+    Rm[:, :] = 0.0
     if not model_avg:
-        if t_grad0 == t_est0 and ng == ne:
+        if g0 == e0 and ng == ne:
             # full data: the forward pass at the assigned model is already in P
             for t in range(ng):
                 for a in range(na):
                     r = act[a]
-                    Rm[t, a] = _dell(P[t, a * k + asg_out[r, i]], Y[yidx[r], i, t_grad0 + t],
-                                     code, delta)
+                    Rm[t, a] = _dell(P[t, a * k + asg_out[r, i]], Y[yidx[r], i, g0 + t], code, delta)
         else:
-            Ta = Tflat[: na * d].reshape((na, d))
-            for a in range(na):
-                row = a * k + asg_out[act[a], i]
-                for q in range(d):
-                    Ta[a, q] = Th[row, q]
-            Qg = Pflat[: ng * na].reshape((ng, na))
-            np.dot(Xg, Ta.T, Qg)
+            np.dot(Xg, TaT, Qg)
             for t in range(ng):
                 for a in range(na):
                     r = act[a]
-                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, t_grad0 + t], code, delta)
-        np.dot(Rm.T, Xg, G)
+                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
+        np.dot(Xg.T, Rm, GT)
+        inv = 1.0 / ng
         for a in range(na):
             r = act[a]
             if use_part and not part[it, r, i]:
                 continue
-            j = asg_out[r, i]
-            row = a * k + j
+            col = a * k + asg_out[r, i]
             for q in range(d):
-                gsum[a, j, q] += G[a, q] / ng + l2 * Th[row, q]
+                gsum[q, col] += GT[q, a] * inv + l2 * ThT[q, col]
     else:
-        Ta = Tflat[: na * d].reshape((na, d))
-        for a in range(na):
-            row = a * k + asg_out[act[a], i]
-            for q in range(d):
-                Ta[a, q] = Th[row, q]
-        Qg = Pflat[: ng * na].reshape((ng, na))
         for _ in range(local_steps):
-            np.dot(Xg, Ta.T, Qg)
+            np.dot(Xg, TaT, Qg)
             for t in range(ng):
                 for a in range(na):
                     r = act[a]
-                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, t_grad0 + t], code, delta)
-            np.dot(Rm.T, Xg, G)
-            for a in range(na):
-                step = lr[act[a]]
-                for q in range(d):
-                    Ta[a, q] = Ta[a, q] - step * (G[a, q] / ng + l2 * Ta[a, q])
+                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
+            np.dot(Xg.T, Rm, GT)
+            for q in range(d):
+                for a in range(na):
+                    TaT[q, a] = TaT[q, a] - lr[act[a]] * (GT[q, a] / ng + l2 * TaT[q, a])
         for a in range(na):
             r = act[a]
             if use_part and not part[it, r, i]:
                 continue
             j = asg_out[r, i]
             cnt[a, j] += 1
+            col = a * k + j
             for q in range(d):
-                gsum[a, j, q] += Ta[a, q]
+                gsum[q, col] += TaT[q, a]
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _sweep(chunk_lo, t_est0, ne, t_grad0, ng, X, Y, yidx, act, na, k, Th, pen, dup,
+def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
            do_update, model_avg, local_steps, use_part, part, it,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, gbuf, cbuf):
-    """All machines, chunk-parallel; chunk c adds into gbuf[c], cbuf[c]."""
+           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, gflat, cbuf):
+    """All machines, chunk-parallel; chunk c adds into gflat[c] (viewed as (d, nap*k)) and cbuf[c]."""
     nchunks = chunk_lo.shape[0] - 1
+    d = ThT.shape[0]
+    W = nap * k
     for c in prange(nchunks):
+        gsum = gflat[c, : d * W].reshape((d, W))
         if do_update:
-            gbuf[c, :na] = 0.0
-            cbuf[c, :na] = 0
+            gsum[:, :] = 0.0
+            cbuf[c, :, :] = 0
         for i in range(chunk_lo[c], chunk_lo[c + 1]):
-            _machine(i, t_est0, ne, t_grad0, ng, X, Y, yidx, act, na, k, Th, pen, dup,
+            _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                      code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
                      do_update, model_avg, local_steps, use_part, part, it,
                      Pflat[c], Rflat[c], Gflat[c], Tflat[c], Lbuf[c], asg_out, lmin_out,
-                     gbuf[c], cbuf[c])
+                     gsum, cbuf[c])
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -278,11 +295,99 @@ def _dist_into(theta, r, theta_star, ci, out):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
+def _finish_run(a, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
+                early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
+                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out):
+    """After the sweep: training loss, trace, update, divergence and early-stop checks of one run.
+
+    Chunk sums are added in chunk order, so the update does not depend on the thread count.
+    """
+    m = asg.shape[1]
+    k = theta.shape[1]
+    d = theta.shape[2]
+    nchunks = gflat.shape[0]
+    r = act[a]
+    tl = 0.0
+    for i in range(m):
+        tl += lmin[r, i]
+    tl /= m
+    if do_trace:
+        for i in range(m):
+            tr_labels[it, r, i] = asg[r, i]
+        tr_loss[it, r] = tl
+        if has_star:
+            _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r])
+    if not np.isfinite(tl):
+        diverged[r] = True
+        frozen[r] = True
+        n_iter_out[r] = it
+        return
+    rel = 0.0
+    bad = False
+    scale = lr[r] / m
+    for j in range(k):
+        c = 0
+        if model_avg:
+            for ch in range(nchunks):
+                c += cbuf[ch, a, j]
+            if c == 0:
+                continue  # a model nobody chose keeps its value
+        col = a * k + j
+        nrm_old = 0.0
+        nrm_step = 0.0
+        for q in range(d):
+            s = 0.0
+            for ch in range(nchunks):
+                s += gflat[ch, q * W + col]
+            old = theta[r, j, q]
+            if model_avg:
+                theta[r, j, q] = s / c
+            else:
+                theta[r, j, q] = old - scale * s
+            nv = theta[r, j, q]
+            if not np.isfinite(nv) or abs(nv) > thresh:
+                bad = True
+            dq = np.float64(nv) - np.float64(old)
+            nrm_step += dq * dq
+            nrm_old += np.float64(old) * np.float64(old)
+        rj = np.sqrt(nrm_step) / max(np.sqrt(nrm_old), 1e-300)
+        if rj > rel:
+            rel = rj
+    if bad:
+        diverged[r] = True
+        frozen[r] = True
+        n_iter_out[r] = it + 1
+    elif early_stop and it >= 1 and rel <= tol:
+        same = True
+        for i in range(m):
+            if asg[r, i] != asg_prev[r, i]:
+                same = False
+                break
+        if same:
+            converged[r] = True
+            frozen[r] = True
+            n_iter_out[r] = it + 1
+    for i in range(m):
+        asg_prev[r, i] = asg[r, i]
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
+                early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
+                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out):
+    """Finish the iteration of every active run, in parallel over runs (each run is independent)."""
+    for a in prange(na):
+        _finish_run(a, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
+                    early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
+                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
 def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
                  use_stats, A, Bv, cv,
                  model_avg, local_steps, n_iter, resample, n_sub,
                  use_part, part, early_stop, tol, thresh,
-                 chunk_lo, do_trace, theta_star, has_star,
+                 chunk_lo, pad, do_trace, theta_star, has_star,
                  labels_out, loss_out, diverged, converged, n_iter_out,
                  tr_labels, tr_loss, tr_dist):
     """Run ``n_iter`` IFCA iterations for all runs; fill the preallocated outputs in place.
@@ -296,20 +401,21 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     k = theta.shape[1]
     nchunks = chunk_lo.shape[0] - 1
     dt = theta.dtype
+    Rp = _padded(R, pad)
     rows = n_sub if resample else n
-    width = max(rows * R * k, rows * R)
+    width = max(n * Rp * k, d * Rp)
     if use_stats:
-        width = max(width, R * k * d)
+        width = max(width, d * Rp * k)
     Pflat = np.empty((nchunks, width), dtype=dt)
-    Rflat = np.empty((nchunks, rows * R), dtype=dt)
-    Gflat = np.empty((nchunks, R * d), dtype=dt)
-    Tflat = np.empty((nchunks, R * d), dtype=dt)
-    Lbuf = np.empty((nchunks, R, k), dtype=np.float64)
-    gbuf = np.zeros((nchunks, R, k, d), dtype=np.float64)
-    cbuf = np.zeros((nchunks, R, k), dtype=np.int64)
-    Th = np.empty((R * k, d), dtype=dt)
-    pen = np.empty((R, k), dtype=np.float64)
-    dup = np.empty((R, k), dtype=np.int64)
+    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
+    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
+    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
+    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
+    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
+    pen = np.empty((Rp, k), dtype=np.float64)
+    dup = np.empty((Rp, k), dtype=np.int64)
     asg = np.zeros((R, m), dtype=np.int64)
     asg_prev = np.full((R, m), -1, dtype=np.int64)
     lmin = np.empty((R, m), dtype=np.float64)
@@ -326,92 +432,32 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
                 na += 1
         if na == 0:
             break
-        _pack(theta, act, na, Th, pen, dup, l2)
+        nap = _padded(na, pad)
+        ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
+        _pack(theta, act, na, nap, ThT, pen, dup, l2)
         if resample:
             e0 = 2 * it * n_sub
             g0 = e0 + n_sub
-            ne = n_sub
         else:
             e0 = 0
             g0 = 0
-            ne = n
-        _sweep(chunk_lo, e0, ne, g0, ne, X, Y, yidx, act, na, k, Th, pen, dup,
+        _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                code, delta, l2, lr, use_stats, A, Bv, cv, n,
                True, model_avg, local_steps, use_part, part, it,
-               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, gbuf, cbuf)
-
-        for a in range(na):
-            r = act[a]
-            tl = 0.0
-            for i in range(m):
-                tl += lmin[r, i]
-            tl /= m
-            if do_trace:
-                for i in range(m):
-                    tr_labels[it, r, i] = asg[r, i]
-                tr_loss[it, r] = tl
-                if has_star:
-                    _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r])
-            if not np.isfinite(tl):
-                diverged[r] = True
-                frozen[r] = True
-                n_iter_out[r] = it
-                continue
-            rel = 0.0
-            bad = False
-            scale = lr[r] / m
-            for j in range(k):
-                c = 0
-                if model_avg:
-                    for ch in range(nchunks):
-                        c += cbuf[ch, a, j]
-                    if c == 0:
-                        continue  # a model nobody chose keeps its value
-                nrm_old = 0.0
-                nrm_step = 0.0
-                for q in range(d):
-                    s = 0.0
-                    for ch in range(nchunks):
-                        s += gbuf[ch, a, j, q]
-                    old = theta[r, j, q]
-                    if model_avg:
-                        theta[r, j, q] = s / c
-                    else:
-                        theta[r, j, q] = old - scale * s
-                    nv = theta[r, j, q]
-                    if not np.isfinite(nv) or abs(nv) > thresh:
-                        bad = True
-                    dq = np.float64(nv) - np.float64(old)
-                    nrm_step += dq * dq
-                    nrm_old += np.float64(old) * np.float64(old)
-                rj = np.sqrt(nrm_step) / max(np.sqrt(nrm_old), 1e-300)
-                if rj > rel:
-                    rel = rj
-            if bad:
-                diverged[r] = True
-                frozen[r] = True
-                n_iter_out[r] = it + 1
-            elif early_stop and it >= 1 and rel <= tol:
-                same = True
-                for i in range(m):
-                    if asg[r, i] != asg_prev[r, i]:
-                        same = False
-                        break
-                if same:
-                    converged[r] = True
-                    frozen[r] = True
-                    n_iter_out[r] = it + 1
-            for i in range(m):
-                asg_prev[r, i] = asg[r, i]
+               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, gflat, cbuf)
+        _finish_all(na, it, nap * k, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
+                    early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
+                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out)
 
     # final evaluation of every run on all rows
     for r in range(R):
         act[r] = r
-    _pack(theta, act, R, Th, pen, dup, l2)
-    _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, k, Th, pen, dup,
+    ThT = ThT_flat[: d * Rp * k].reshape((d, Rp * k))
+    _pack(theta, act, R, Rp, ThT, pen, dup, l2)
+    _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n,
            False, model_avg, local_steps, use_part, part, 0,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, gbuf, cbuf)
+           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, gflat, cbuf)
     for r in range(R):
         tl = 0.0
         for i in range(m):

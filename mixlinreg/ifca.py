@@ -337,7 +337,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                              use_stats, A, Bv, cv,
                              averaging == "model", local_steps, n_iter, resample, n_sub,
                              use_part, part, bool(early_stop), tol, diverge_threshold,
-                             chunk_lo, bool(trace), star, has_star,
+                             chunk_lo, _config.SIMD_COLUMNS[dt], bool(trace), star, has_star,
                              labels, loss_out, diverged, converged, n_iter_out,
                              tr_labels, tr_loss, tr_dist)
     finally:
