@@ -132,6 +132,19 @@ def _pack(theta, act, na, nap, ThT, pen, dup, l2):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
+def _target_columns(i, act, na, k, asg, use_part, part, it):
+    """Column ``a*k + j`` that machine i adds into for each active run, or -1 if it sits out."""
+    cols = np.empty(na, dtype=np.int64)
+    for a in range(na):
+        r = act[a]
+        if use_part and not part[it, r, i]:
+            cols[a] = -1
+        else:
+            cols[a] = a * k + asg[r, i]
+    return cols
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
 def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
              code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
              do_update, model_avg, local_steps, use_part, part, it,
@@ -190,14 +203,15 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
 
     if use_stats:
         # gradient 2 (A theta - b) / n + l2 theta: no extra GEMM
-        for a in range(na):
-            r = act[a]
-            if use_part and not part[it, r, i]:
-                continue
-            col = a * k + asg_out[r, i]
-            ci = yidx[r]
-            for q in range(d):
-                gsum[q, col] += 2.0 * (Q[q, col] - Bv[ci, i, q]) / n_all + l2 * ThT[q, col]
+        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
+        for q in range(d):
+            for a in range(na):
+                col = cols[a]
+                if col >= 0:
+                    g = 2.0 * (Q[q, col] - Bv[yidx[act[a]], i, q]) / n_all
+                    if l2 != 0.0:
+                        g += l2 * ThT[q, col]
+                    gsum[q, col] += g
         return
 
     Xg = X[i, g0:g0 + ng]
@@ -228,13 +242,15 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                     Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
         np.dot(Xg.T, Rm, GT)
         inv = 1.0 / ng
-        for a in range(na):
-            r = act[a]
-            if use_part and not part[it, r, i]:
-                continue
-            col = a * k + asg_out[r, i]
-            for q in range(d):
-                gsum[q, col] += GT[q, a] * inv + l2 * ThT[q, col]
+        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
+        for q in range(d):  # row by row: every array below is read contiguously
+            for a in range(na):
+                col = cols[a]
+                if col >= 0:
+                    g = GT[q, a] * inv
+                    if l2 != 0.0:
+                        g += l2 * ThT[q, col]
+                    gsum[q, col] += g
     else:
         for _ in range(local_steps):
             np.dot(Xg, TaT, Qg)
@@ -243,18 +259,19 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                     r = act[a]
                     Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
             np.dot(Xg.T, Rm, GT)
+            inv = 1.0 / ng
             for q in range(d):
                 for a in range(na):
-                    TaT[q, a] = TaT[q, a] - lr[act[a]] * (GT[q, a] / ng + l2 * TaT[q, a])
+                    TaT[q, a] = TaT[q, a] - lr[act[a]] * (GT[q, a] * inv + l2 * TaT[q, a])
+        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
         for a in range(na):
-            r = act[a]
-            if use_part and not part[it, r, i]:
-                continue
-            j = asg_out[r, i]
-            cnt[a, j] += 1
-            col = a * k + j
-            for q in range(d):
-                gsum[q, col] += TaT[q, a]
+            if cols[a] >= 0:
+                cnt[a, cols[a] - a * k] += 1
+        for q in range(d):
+            for a in range(na):
+                col = cols[a]
+                if col >= 0:
+                    gsum[q, col] += TaT[q, a]
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -294,92 +311,113 @@ def _dist_into(theta, r, theta_star, ci, out):
             out[j, l] = np.sqrt(s)
 
 
-@nb.njit(fastmath=FASTMATH, cache=True)
-def _finish_run(a, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
                 early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out):
-    """After the sweep: training loss, trace, update, divergence and early-stop checks of one run.
+                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot):
+    """After the sweep: training loss, trace, update, divergence and early-stop checks of all runs.
 
-    Chunk sums are added in chunk order, so the update does not depend on the thread count.
+    Three parallel phases: per run (loss, trace, loss-divergence), per fixed block of coordinates
+    (the update, reading the chunk sums row by row, in chunk order), per run (divergence of the
+    new parameters and early stop, from the blocks' partial norms added in block order). Fixed
+    chunks and blocks make the result independent of the number of threads.
     """
     m = asg.shape[1]
     k = theta.shape[1]
     d = theta.shape[2]
     nchunks = gflat.shape[0]
-    r = act[a]
-    tl = 0.0
-    for i in range(m):
-        tl += lmin[r, i]
-    tl /= m
-    if do_trace:
+    nblk = nrm.shape[0]
+    for a in prange(na):
+        r = act[a]
+        tl = 0.0
         for i in range(m):
-            tr_labels[it, r, i] = asg[r, i]
-        tr_loss[it, r] = tl
-        if has_star:
-            _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r])
-    if not np.isfinite(tl):
-        diverged[r] = True
-        frozen[r] = True
-        n_iter_out[r] = it
-        return
-    rel = 0.0
-    bad = False
-    scale = lr[r] / m
-    for j in range(k):
-        c = 0
-        if model_avg:
-            for ch in range(nchunks):
-                c += cbuf[ch, a, j]
-            if c == 0:
-                continue  # a model nobody chose keeps its value
-        col = a * k + j
-        nrm_old = 0.0
-        nrm_step = 0.0
-        for q in range(d):
-            s = 0.0
-            for ch in range(nchunks):
-                s += gflat[ch, q * W + col]
-            old = theta[r, j, q]
+            tl += lmin[r, i]
+        tl /= m
+        if do_trace:
+            for i in range(m):
+                tr_labels[it, r, i] = asg[r, i]
+            tr_loss[it, r] = tl
+            if has_star:
+                _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r])
+        if not np.isfinite(tl):
+            diverged[r] = True
+            frozen[r] = True
+            n_iter_out[r] = it
+        for j in range(k):
+            c = 0
             if model_avg:
-                theta[r, j, q] = s / c
-            else:
-                theta[r, j, q] = old - scale * s
-            nv = theta[r, j, q]
-            if not np.isfinite(nv) or abs(nv) > thresh:
-                bad = True
-            dq = np.float64(nv) - np.float64(old)
-            nrm_step += dq * dq
-            nrm_old += np.float64(old) * np.float64(old)
-        rj = np.sqrt(nrm_step) / max(np.sqrt(nrm_old), 1e-300)
-        if rj > rel:
-            rel = rj
-    if bad:
-        diverged[r] = True
-        frozen[r] = True
-        n_iter_out[r] = it + 1
-    elif early_stop and it >= 1 and rel <= tol:
-        same = True
-        for i in range(m):
-            if asg[r, i] != asg_prev[r, i]:
-                same = False
-                break
-        if same:
-            converged[r] = True
+                for ch in range(nchunks):
+                    c += cbuf[ch, a, j]
+            ctot[a, j] = c
+
+    for b in prange(nblk):
+        q0 = (b * d) // nblk
+        q1 = ((b + 1) * d) // nblk
+        for a in range(na):
+            for j in range(k):
+                nrm[b, a, j, 0] = 0.0
+                nrm[b, a, j, 1] = 0.0
+                nrm[b, a, j, 2] = 0.0
+        for q in range(q0, q1):
+            base = q * W
+            for a in range(na):
+                r = act[a]
+                if frozen[r]:
+                    continue
+                scale = lr[r] / m
+                for j in range(k):
+                    c = ctot[a, j]
+                    if model_avg and c == 0:
+                        continue  # a model nobody chose keeps its value
+                    col = base + a * k + j
+                    s = 0.0
+                    for ch in range(nchunks):
+                        s += gflat[ch, col]
+                    old = theta[r, j, q]
+                    if model_avg:
+                        theta[r, j, q] = s / c
+                    else:
+                        theta[r, j, q] = old - scale * s
+                    nv = theta[r, j, q]
+                    if not np.isfinite(nv) or abs(nv) > thresh:
+                        nrm[b, a, j, 2] = 1.0
+                    dq = np.float64(nv) - np.float64(old)
+                    nrm[b, a, j, 0] += np.float64(old) * np.float64(old)
+                    nrm[b, a, j, 1] += dq * dq
+
+    for a in prange(na):
+        r = act[a]
+        if frozen[r]:
+            continue
+        rel = 0.0
+        bad = False
+        for j in range(k):
+            n_old = 0.0
+            n_step = 0.0
+            for b in range(nblk):
+                n_old += nrm[b, a, j, 0]
+                n_step += nrm[b, a, j, 1]
+                if nrm[b, a, j, 2] != 0.0:
+                    bad = True
+            rj = np.sqrt(n_step) / max(np.sqrt(n_old), 1e-300)
+            if rj > rel:
+                rel = rj
+        if bad:
+            diverged[r] = True
             frozen[r] = True
             n_iter_out[r] = it + 1
-    for i in range(m):
-        asg_prev[r, i] = asg[r, i]
-
-
-@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
-                early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out):
-    """Finish the iteration of every active run, in parallel over runs (each run is independent)."""
-    for a in prange(na):
-        _finish_run(a, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
-                    early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out)
+        elif early_stop and it >= 1 and rel <= tol:
+            same = True
+            for i in range(m):
+                if asg[r, i] != asg_prev[r, i]:
+                    same = False
+                    break
+            if same:
+                converged[r] = True
+                frozen[r] = True
+                n_iter_out[r] = it + 1
+        for i in range(m):
+            asg_prev[r, i] = asg[r, i]
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -421,6 +459,8 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     lmin = np.empty((R, m), dtype=np.float64)
     frozen = np.zeros(R, dtype=np.bool_)
     act = np.empty(R, dtype=np.int64)
+    nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
+    ctot = np.zeros((Rp, k), dtype=np.int64)
     for r in range(R):
         n_iter_out[r] = n_iter
 
@@ -447,7 +487,7 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
                Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, gflat, cbuf)
         _finish_all(na, it, nap * k, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
                     early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out)
+                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
 
     # final evaluation of every run on all rows
     for r in range(R):

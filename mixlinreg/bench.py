@@ -85,8 +85,12 @@ def _best_time(fn, repeats):
 
 def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2), n_iter=300,
                   n_init=10, baseline_iter=30, repeats=2, seed=0, R_sep=0.5, sigma=0.1,
-                  progress=print):
-    """Measure kernel, NumPy baseline and GEMM throughput; return a list of result rows (dicts)."""
+                  early_stop=(False,), progress=print):
+    """Measure kernel, NumPy baseline and GEMM throughput; return a list of result rows (dicts).
+
+    ``early_stop=(False, True)`` adds rows for the kernel with the optional early stop (a shortcut
+    that freezes stationary runs; the default protocol is ``False``).
+    """
     configs = CONFIGS if configs is None else configs
     rows = []
     for (m, n, d, k), steps in configs.items():
@@ -101,29 +105,33 @@ def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2),
             R = init.shape[0]
             ifca(mix.X, mix.y, init, lr, n_iter=2)  # compile / warm up
             for nt in threads:
-                t_kernel, res = _best_time(
-                    lambda: ifca(mix.X, mix.y, init, lr, n_iter=n_iter, n_threads=nt), repeats)
-                useful = 2.0 * m * n * d * (k + 1) * float(res.n_iter.sum())
                 with threadpool_limits(limits=nt, user_api="blas"):
                     numpy_ifca(mix.X, mix.y, init[1], lr[1], 1)
                     t_np, _ = _best_time(
                         lambda: numpy_ifca(mix.X, mix.y, init[1], lr[1], baseline_iter), repeats)
                     gemm = gemm_gflops(m * n, d, R * k, dtype)
                 np_per_run = t_np * n_iter / baseline_iter
-                row = dict(m=m, n=n, d=d, k=k, dtype=dtype.name, threads=nt, runs=R, n_iter=n_iter,
-                           diverged=int(res.diverged.sum()), method=res.method,
-                           kernel_s_per_run=t_kernel / R, numpy_s_per_run=np_per_run,
-                           speedup=np_per_run / (t_kernel / R),
-                           useful_gflops=useful / t_kernel / 1e9, gemm_gflops=gemm)
-                row["gemm_fraction"] = row["useful_gflops"] / gemm
-                rows.append(row)
-                if progress is not None:
-                    progress(format_row(row))
+                for es in early_stop:
+                    t_kernel, res = _best_time(
+                        lambda: ifca(mix.X, mix.y, init, lr, n_iter=n_iter, n_threads=nt,
+                                     early_stop=es), repeats)
+                    useful = 2.0 * m * n * d * (k + 1) * float(res.n_iter.sum())
+                    row = dict(m=m, n=n, d=d, k=k, dtype=dtype.name, threads=nt, runs=R,
+                               n_iter=n_iter, early_stop=bool(es), diverged=int(res.diverged.sum()),
+                               iters_done=int(res.n_iter.sum()), method=res.method,
+                               kernel_s_per_run=t_kernel / R, numpy_s_per_run=np_per_run,
+                               speedup=np_per_run / (t_kernel / R),
+                               useful_gflops=useful / t_kernel / 1e9, gemm_gflops=gemm)
+                    row["gemm_fraction"] = row["useful_gflops"] / gemm
+                    rows.append(row)
+                    if progress is not None:
+                        progress(format_row(row))
     return rows
 
 
 _COLUMNS = [("m", "{}"), ("n", "{}"), ("d", "{}"), ("k", "{}"), ("dtype", "{}"), ("threads", "{}"),
-            ("runs", "{}"), ("diverged", "{}"), ("kernel_s_per_run", "{:.4f}"),
+            ("runs", "{}"), ("early_stop", "{}"), ("diverged", "{}"), ("iters_done", "{}"),
+            ("kernel_s_per_run", "{:.4f}"),
             ("numpy_s_per_run", "{:.3f}"), ("speedup", "{:.1f}x"), ("useful_gflops", "{:.1f}"),
             ("gemm_gflops", "{:.1f}"), ("gemm_fraction", "{:.0%}")]
 

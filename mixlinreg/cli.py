@@ -53,10 +53,9 @@ def _bench(args):
     if args.quick:
         configs = {(100, 100, 1000, 2): CONFIGS[(100, 100, 1000, 2)]}
     dtypes = [np.float32] if args.quick else [np.float32, np.float64]
-    print("m | n | d | k | dtype | threads | runs | diverged | kernel s/run | numpy s/run | speedup "
-          "| useful GFLOP/s | GEMM GFLOP/s | fraction of GEMM")
+    es = (False, True) if args.with_early_stop else (False,)
     rows = run_benchmark(configs=configs, dtypes=dtypes, threads=args.threads, n_iter=args.n_iter,
-                         repeats=args.repeats, seed=args.seed)
+                         repeats=args.repeats, seed=args.seed, early_stop=es)
     print()
     print(format_table(rows))
     if args.csv:
@@ -89,6 +88,8 @@ def build_parser():
     b.add_argument("--n-iter", type=int, default=300)
     b.add_argument("--repeats", type=int, default=2)
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--with-early-stop", action="store_true",
+                   help="also time the kernel with the optional early stop (extra rows)")
     b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
     return p

@@ -187,6 +187,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     Returns
     -------
     IFCAResult
+        ``theta`` in the working dtype; losses (and trace distances) are accumulated and reported
+        in float64 whatever the working dtype.
 
     Examples
     --------
