@@ -1,4 +1,4 @@
-"""Command line interface: ``mixlinreg demo`` and ``mixlinreg bench``."""
+"""Command line interface: ``mixlinreg reproduce``, ``mixlinreg demo`` and ``mixlinreg bench``."""
 
 from __future__ import annotations
 
@@ -66,6 +66,59 @@ def _bench(args):
     return 0
 
 
+PANELS = ("fig2a", "fig2b", "fig2c", "fig2d")
+
+
+def _reproduce(args):
+    from .harness import format_summary, load_config, run_experiment
+    from .harness.report import format_success, write_panel_outputs
+    from .plots import combined_figure, save_figure
+
+    if args.config is not None:
+        targets = [args.config]
+    elif args.panel == "all":
+        targets = list(PANELS)
+    else:
+        targets = [args.panel]
+    panels = []
+    for target in targets:
+        exp = load_config(target, preset=args.preset)
+        print(f"{exp.name} ({exp.preset} preset): {exp.description}")
+        print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
+              f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
+        store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
+                                        scheduler=args.scheduler, progress=not args.no_progress)
+        print("  " + format_summary(summary))
+        table, paths = write_panel_outputs(store, args.figures)
+        if table is not None:
+            print(format_success(table, exp.layout))
+            print("  wrote " + ", ".join(str(p) for p in paths))
+            panels.append((exp.name, table, exp.layout))
+    if len(panels) > 1:
+        path = save_figure(combined_figure(panels), f"{args.figures}/fig2_{args.preset}.png")
+        print(f"wrote {path}")
+    return 0
+
+
+def _check_early_stop(args):
+    from .harness import load_config
+    from .harness.earlystop import check_early_stop
+
+    exps = [load_config(name, preset=args.preset) for name in args.panels]
+    table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
+                                      rel_tol=args.rel_tol, floor=args.floor)
+    if args.csv:
+        table.to_csv(args.csv, index=False, float_format="%.6g")
+        print(f"wrote {args.csv}")
+    speed = table["seconds_full"].sum() / table["seconds_early"].sum()
+    print(f"early stop with tol={args.tol}: {len(table)} units, {int(table['runs'].sum())} runs; "
+          f"iterations {int(table['iterations_full'].sum())} -> {int(table['iterations_early'].sum())}, "
+          f"{speed:.2f}x faster; verdict: "
+          + ("changes no success flag and no distance >= "
+             f"{args.floor} by more than {args.rel_tol} relative" if verdict else "CHANGES RESULTS"))
+    return 0 if verdict else 1
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -81,6 +134,33 @@ def build_parser():
     d.add_argument("--n-iter", type=int, default=300)
     d.add_argument("--seed", type=int, default=0)
     d.set_defaults(func=_demo)
+
+    r = sub.add_parser("reproduce", help="reproduce Figure 2 (a-d) of the IFCA paper")
+    r.add_argument("panel", nargs="?", default="all", choices=PANELS + ("all",))
+    r.add_argument("--preset", default="quick",
+                   help="paper (the authors' protocol exactly), quick (same grids, fewer trials and "
+                        "initializations) or smoke (seconds)")
+    r.add_argument("--n-jobs", type=int, default=1, help="worker processes (loky) [1]")
+    r.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"))
+    r.add_argument("--scheduler", default=None, help="Dask scheduler address for --backend dask")
+    r.add_argument("--out", default="results", help="result store folder [results]")
+    r.add_argument("--figures", default="figures", help="folder for figures and summary CSVs [figures]")
+    r.add_argument("--config", default=None, help="a TOML config file instead of a named panel")
+    r.add_argument("--no-progress", action="store_true")
+    r.set_defaults(func=_reproduce)
+
+    e = sub.add_parser("check-early-stop",
+                       help="run sample units with and without the early stop and compare")
+    e.add_argument("panels", nargs="*", default=list(PANELS))
+    e.add_argument("--preset", default="quick")
+    e.add_argument("--tol", type=float, default=1e-7)
+    e.add_argument("--units", type=int, default=2, help="sample units per panel [2]")
+    e.add_argument("--rel-tol", type=float, default=1e-3)
+    e.add_argument("--floor", type=float, default=1e-3,
+                   help="distances below this are compared in absolute terms [1e-3]")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--csv", default=None)
+    e.set_defaults(func=_check_early_stop)
 
     b = sub.add_parser("bench", help="kernel vs plain NumPy vs GEMM throughput (ratios in one run)")
     b.add_argument("--quick", action="store_true", help="only (100, 100, 1000, 2), float32")

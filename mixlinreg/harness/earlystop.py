@@ -1,0 +1,101 @@
+"""Does the optional early stop change any result? Run sample units both ways and compare.
+
+The early stop freezes a run once its assignments did not change and its largest relative step is
+at most ``tol``. With ``tol = 0`` it is exact (a run whose parameters stopped changing bitwise would
+repeat the same iteration forever); with ``tol > 0`` a slowly moving run could be frozen a little
+before its end point. This check measures, on sample units of every panel, whether that changes any
+success flag (all three rules) and how much it moves the final distances.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pandas as pd
+
+from .run import run_unit
+from .success import RULES, trial_success
+
+
+def with_early_stop(exp, tol):
+    """The same experiment with the early stop on (``tol``), or off (``tol=None``)."""
+    if tol is None:
+        protocol = dict(exp.protocol, early_stop=False)
+    else:
+        protocol = dict(exp.protocol, early_stop=True, tol=float(tol))
+    return dataclasses.replace(exp, protocol=protocol)
+
+
+def sample_units(exp, n_units, rng):
+    """``n_units`` units spread over the experiment's groups (the smallest and largest first)."""
+    units = exp.units()
+    groups = sorted({(u.m, u.n, u.d, u.k) for u in units}, key=lambda g: g[0] * g[1])
+    order = [groups[0], groups[-1]] + [groups[i] for i in rng.permutation(len(groups))]
+    chosen, seen = [], set()
+    for g in order:
+        if g in seen:
+            continue
+        seen.add(g)
+        cands = [u for u in units if (u.m, u.n, u.d, u.k) == g]
+        chosen.append(cands[int(rng.integers(len(cands)))])
+        if len(chosen) == n_units:
+            break
+    return chosen
+
+
+def compare_unit(exp, unit, tol, floor=1e-3, n_threads=None):
+    """Run a unit without and with early stop; return a dict of differences."""
+    t0 = time.perf_counter()
+    full, _ = run_unit(with_early_stop(exp, None), unit, n_threads=n_threads)
+    t1 = time.perf_counter()
+    early, _ = run_unit(with_early_stop(exp, tol), unit, n_threads=n_threads)
+    t2 = time.perf_counter()
+    out = dict(experiment=exp.name, unit=unit.id, runs=len(full), tol=tol,
+               seconds_full=t1 - t0, seconds_early=t2 - t1,
+               iterations_full=int(full["n_iter"].sum()), iterations_early=int(early["n_iter"].sum()))
+    plus = exp.protocol["success_plus"]
+    sf, se = trial_success(full, plus), trial_success(early, plus)
+    for r in RULES:
+        out[f"flags_changed_{r}"] = int((sf[r].to_numpy() != se[r].to_numpy()).sum())
+    for col in ("dist_nearest", "dist_matched"):
+        a = full[col].to_numpy()
+        b = early[col].to_numpy()
+        both_nan = np.isnan(a) & np.isnan(b)
+        out[f"nan_mismatch_{col}"] = int((np.isnan(a) != np.isnan(b)).sum())
+        ok = ~np.isnan(a) & ~np.isnan(b) & ~both_nan
+        big = ok & (np.abs(a) >= floor)
+        small = ok & (np.abs(a) < floor)
+        rel = np.abs(a[big] - b[big]) / np.abs(a[big])
+        out[f"max_rel_{col}"] = float(rel.max()) if rel.size else 0.0
+        out[f"max_abs_small_{col}"] = float(np.abs(a[small] - b[small]).max()) if small.any() else 0.0
+    return out
+
+
+def check_early_stop(exps, tol=1e-7, units_per_exp=2, rel_tol=1e-3, floor=1e-3, seed=0,
+                     progress=print):
+    """Compare full and early-stopped runs on sample units of each experiment.
+
+    Returns ``(table, verdict)``: one row per unit, and True when no success flag changed under any
+    rule, no run diverged in one and not the other, and every final distance of at least ``floor``
+    moved by at most ``rel_tol`` relative.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for exp in exps:
+        for unit in sample_units(exp, units_per_exp, rng):
+            row = compare_unit(exp, unit, tol, floor=floor)
+            rows.append(row)
+            if progress is not None:
+                progress(f"{exp.name}/{exp.preset} {unit.id}: iterations {row['iterations_full']} -> "
+                         f"{row['iterations_early']}, time {row['seconds_full']:.1f} s -> "
+                         f"{row['seconds_early']:.1f} s, flags changed "
+                         f"{[row[f'flags_changed_{r}'] for r in RULES]}, max rel dist change "
+                         f"{max(row['max_rel_dist_nearest'], row['max_rel_dist_matched']):.2e}")
+    table = pd.DataFrame(rows)
+    verdict = bool(
+        (table[[f"flags_changed_{r}" for r in RULES]].to_numpy() == 0).all()
+        and (table[["nan_mismatch_dist_nearest", "nan_mismatch_dist_matched"]].to_numpy() == 0).all()
+        and (table[["max_rel_dist_nearest", "max_rel_dist_matched"]].to_numpy() <= rel_tol).all())
+    return table, verdict

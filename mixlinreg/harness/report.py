@@ -1,0 +1,40 @@
+"""From a finished (or partial) store to summary CSVs and figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .success import RULES, success_table
+
+
+def write_panel_outputs(store, figures_dir="figures"):
+    """Summary CSV and figures of one experiment; returns (summary DataFrame, list of written paths)."""
+    from ..plots import plot_panel, plot_rules, save_figure
+
+    exp = store.exp
+    table = store.table()
+    if table.empty:
+        return None, []
+    summary = success_table(table, exp.protocol["success_plus"])
+    figures_dir = Path(figures_dir)
+    figures_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{exp.name}_{exp.preset}"
+    csv = figures_dir / f"{stem}_summary.csv"
+    summary.to_csv(csv, index=False, float_format="%.6g")
+    paths = [csv]
+    paths.append(save_figure(plot_panel(summary, exp.layout, rule="authors"), figures_dir / f"{stem}.png"))
+    paths.append(save_figure(plot_rules(summary, exp.layout), figures_dir / f"{stem}_rules.png"))
+    return summary, paths
+
+
+def format_success(summary, layout):
+    """A compact text table of the success probabilities (all three rules)."""
+    cols = ["m", "n", "k", "R", "sigma", "trials"] + [f"p_{r}" for r in RULES]
+    lines = ["  ".join(f"{c:>10}" for c in cols)]
+    for _, row in summary.iterrows():
+        vals = []
+        for c in cols:
+            v = row[c]
+            vals.append(f"{v:>10.3g}" if isinstance(v, float) else f"{v:>10}")
+        lines.append("  ".join(vals))
+    return "\n".join(lines)

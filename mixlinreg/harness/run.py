@@ -1,0 +1,85 @@
+"""Run one unit of work (one trial of one (m, n, d, k) group) and return its tidy rows."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..data import draw_trial, init_bernoulli, init_close
+from ..ifca import ifca
+from ..metrics import dist_matched_from_matrix, dist_nearest_from_matrix, pairwise_dist
+
+#: columns of the result table, in order
+COLUMNS = [
+    "experiment", "preset", "config_hash", "unit", "m", "n", "d", "k", "R", "sigma", "alpha0",
+    "trial", "init", "step", "dist_nearest", "dist_matched", "loss", "diverged", "converged",
+    "n_iter", "seed_entropy", "spawn_key", "versions",
+]
+
+
+def _versions():
+    import numba
+    import scipy
+
+    return f"mixlinreg={__version__};numpy={np.__version__};scipy={scipy.__version__};numba={numba.__version__}"
+
+
+def unit_seeds(exp, unit):
+    """(data, init) SeedSequences of a unit: children of SeedSequence(seed, spawn_key=group+trial)."""
+    ss = np.random.SeedSequence(exp.protocol["seed"], spawn_key=unit.spawn_key)
+    return ss.spawn(2)
+
+
+def run_unit(exp, unit, n_threads=None):
+    """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
+
+    Returns ``(rows, info)``: a DataFrame with one row per (cell, initialization, step size) and a
+    dict with the unit's wall time, number of runs and diverged runs, and peak resident memory.
+    """
+    t0 = time.perf_counter()
+    p = exp.protocol
+    dtype = np.dtype(p["dtype"])
+    data_ss, init_ss = unit_seeds(exp, unit)
+    trial = draw_trial(unit.m, unit.n, unit.d, unit.k, rng=np.random.default_rng(data_ss), dtype=dtype)
+    cells = unit.cells
+    Rs = [(R, s) for R, s, _ in cells]
+    Y, theta_star = trial.panel(Rs, theta_scale=p["theta_scale"])
+    steps = np.asarray(p["steps"], dtype=float)
+    n_init, S, C = p["n_init"], steps.size, len(cells)
+    init_gen = np.random.default_rng(init_ss)
+    if p["init"] == "bernoulli":
+        # the same initializations for every cell of the trial (they share the data too)
+        inits = np.broadcast_to(init_bernoulli(n_init, unit.k, unit.d, rng=init_gen, dtype=dtype),
+                                (C, n_init, unit.k, unit.d))
+    else:
+        gens = init_gen.spawn(C)
+        inits = np.stack([init_close(theta_star[c], cells[c][2], n_init, rng=gens[c], dtype=dtype)
+                          for c in range(C)])
+    # run order: cell, initialization, step size
+    init_runs = np.repeat(inits.reshape(C * n_init, unit.k, unit.d), S, axis=0)
+    lr_runs = np.tile(steps, C * n_init)
+    y_index = np.repeat(np.arange(C), n_init * S)
+    res = ifca(trial.X, Y, init_runs, lr_runs, n_iter=p["n_iter"], y_index=y_index,
+               early_stop=p["early_stop"], tol=p["tol"], dtype=dtype, n_threads=n_threads)
+    D = pairwise_dist(res.theta, theta_star[y_index])
+    near = dist_nearest_from_matrix(D)
+    matched = dist_matched_from_matrix(D)
+    cell_arr = np.asarray(cells, dtype=float)[y_index]
+    rows = pd.DataFrame({
+        "experiment": exp.name, "preset": exp.preset, "config_hash": exp.hash()[:16],
+        "unit": unit.id, "m": unit.m, "n": unit.n, "d": unit.d, "k": unit.k,
+        "R": cell_arr[:, 0], "sigma": cell_arr[:, 1], "alpha0": cell_arr[:, 2],
+        "trial": unit.trial, "init": np.tile(np.repeat(np.arange(n_init), S), C),
+        "step": lr_runs, "dist_nearest": near, "dist_matched": matched, "loss": res.loss,
+        "diverged": res.diverged, "converged": res.converged, "n_iter": res.n_iter,
+        "seed_entropy": str(p["seed"]), "spawn_key": "-".join(str(v) for v in unit.spawn_key),
+        "versions": _versions(),
+    }, columns=COLUMNS)
+    info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
+                diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+    return rows, info

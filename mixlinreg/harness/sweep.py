@@ -1,0 +1,102 @@
+"""Run an experiment's units in parallel (joblib: loky processes, or an existing Dask cluster)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+
+from .run import run_unit
+from .store import ResultStore
+
+
+def _cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def _work(exp, unit, store_path_parent, threads):
+    """Worker: pin BLAS/numba threads, run one unit, write it to the store, report its stats."""
+    from threadpoolctl import threadpool_limits
+
+    store = ResultStore(store_path_parent, exp)
+    with threadpool_limits(limits=1):
+        rows, info = run_unit(exp, unit, n_threads=threads)
+    store.write(unit.id, rows)
+    return info
+
+
+def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
+                   progress=True, max_units=None):
+    """Run every unit of ``exp`` that the store does not hold yet; return ``(store, summary)``.
+
+    ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
+    so workers x threads never exceed the cores. ``backend="dask"`` sends the units to the Dask
+    cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a ``Client``).
+    ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
+    ``n_jobs``, the backend or the completion order.
+    """
+    import joblib
+    from tqdm.auto import tqdm
+
+    store = ResultStore(out_dir, exp)
+    done = store.done()
+    units = exp.units()
+    todo = [u for u in units if u.id not in done]
+    if max_units is not None:
+        todo = todo[:max_units]
+    if backend not in ("loky", "dask", "sequential"):
+        raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    threads = max(1, _cores() // n_jobs) if backend != "dask" else 1
+    t0 = time.perf_counter()
+    infos = []
+    bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
+               desc=f"{exp.name}/{exp.preset}", disable=not progress)
+    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads) for u in todo)
+    client = None
+    try:
+        if backend == "sequential" or (backend == "loky" and n_jobs == 1):
+            results = (_work(exp, u, store.path.parent, threads) for u in todo)
+            for info in results:
+                infos.append(info)
+                bar.update(1)
+        else:
+            if backend == "dask":
+                from dask.distributed import Client
+
+                client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+                cfg = joblib.parallel_config(backend="dask")
+            else:
+                cfg = joblib.parallel_config(backend="loky", inner_max_num_threads=threads)
+            with cfg:
+                par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
+                                      return_as="generator_unordered")
+                for info in par(tasks):
+                    infos.append(info)
+                    bar.update(1)
+    finally:
+        bar.close()
+        if client is not None and not (scheduler is not None and client is scheduler):
+            client.close()
+    elapsed = time.perf_counter() - t0
+    peak = max([i["peak_rss_mb"] for i in infos] +
+               [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
+    summary = dict(experiment=exp.name, preset=exp.preset, seconds=elapsed,
+                   units_run=len(infos), units_total=len(units),
+                   units_skipped=len(units) - len(todo) if max_units is None else len(done),
+                   runs=sum(i["runs"] for i in infos), diverged=sum(i["diverged"] for i in infos),
+                   iterations=sum(i["iterations"] for i in infos), peak_rss_mb=peak,
+                   n_jobs=n_jobs, threads_per_job=threads, backend=backend)
+    return store, summary
+
+
+def format_summary(s):
+    return (f"{s['experiment']}/{s['preset']}: {s['units_run']} units run "
+            f"({s['units_skipped']} already done, {s['units_total']} in all) in {s['seconds']:.1f} s; "
+            f"{s['runs']} runs, {s['diverged']} diverged, {s['iterations']} iterations; "
+            f"peak resident memory {s['peak_rss_mb']:.0f} MB per process; "
+            f"{s['n_jobs']} jobs x {s['threads_per_job']} threads ({s['backend']})")
