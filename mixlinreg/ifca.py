@@ -227,11 +227,11 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         raise ValueError(f"init must have d = {d} columns to match X, got shape {init.shape}")
     if R < 1 or k < 1:
         raise ValueError(f"init must hold at least one run of at least one model, got shape {init.shape}")
-    lr_arr = np.asarray(lr)
-    if lr_arr.ndim == 0:
-        lr_arr = np.full(R, check_float("lr", lr_arr.item() if lr_arr.dtype.kind in "fiu" else lr,
+    if np.ndim(lr) == 0:
+        lr_arr = np.full(R, check_float("lr", lr.item() if isinstance(lr, np.generic) else lr,
                                         low=0, low_open=True))
-    lr_arr = check_array("lr", lr_arr, shape=(R,), dtype=np.float64)
+    else:
+        lr_arr = check_array("lr", lr, shape=(R,), dtype=np.float64)
     if np.any(lr_arr <= 0):
         raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
     lr_arr = lr_arr.astype(dt)
