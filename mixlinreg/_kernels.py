@@ -6,21 +6,25 @@ work is organized.
 
 Layout of one iteration (all active runs together)
 --------------------------------------------------
-* The k models of the ``na`` active runs are packed into ``Th`` of shape ``(na * k, d)``.
+* The k models of the ``na`` active runs are packed as the columns of ``ThT`` (d, nap * k), column
+  ``a * k + j`` holding model j of active run a; ``nap >= na`` pads to a whole SIMD width when that
+  wastes little (padding columns are zero and ignored).
 * Machines are split into a fixed number of contiguous chunks (``_config.MAX_CHUNKS``, independent of
   the thread count) and the chunks are processed in parallel (``prange``). For each machine:
 
-  - forward pass of every model of every active run, one BLAS GEMM ``X_i @ Th.T`` of shape
-    ``(n, na * k)`` (or, on the sufficient-statistics path, ``Th @ (X_i^T X_i)``);
+  - forward pass of every model of every active run, one BLAS GEMM ``X_i @ ThT`` of shape
+    ``(n, nap * k)`` (or, on the sufficient-statistics path, ``(X_i^T X_i) @ ThT``);
   - per-run losses of the k models, the argmin (ties to the lowest index, NaN never wins);
-  - the gradient at the assigned model only: one GEMM ``r^T X_i`` of shape ``(na, d)`` where ``r``
-    holds each run's loss derivatives at its assigned model (2 m n d (k + 1) flop per run and
-    iteration instead of 4 m n d k); model averaging runs its local steps with the same two GEMMs;
-  - the machine's contribution is added to its chunk's buffer.
+  - the gradient at the assigned model only: one GEMM ``X_i^T @ r`` of shape ``(d, nap)`` where
+    column a of ``r`` holds run a's loss derivatives at its assigned model (2 m n d (k + 1) flop per
+    run and iteration instead of 4 m n d k); model averaging runs its local steps with the same two
+    GEMMs;
+  - the machine's contribution is added, row by row, to its chunk's sums (d, nap * k).
 
   While one machine is processed its rows stay in cache, so X is read from memory once per iteration.
-* The chunk buffers are then added in chunk order, so the result does not depend on the number of
-  threads; BLAS must run single-threaded inside the kernel (the wrapper pins it with threadpoolctl).
+* The chunk sums are then added in chunk order (in parallel over fixed blocks of coordinates), so the
+  result does not depend on the number of threads; BLAS must run single-threaded inside the kernel
+  (the wrapper pins it with threadpoolctl).
 * Runs that diverge or (optionally) stop early are frozen and dropped from the packed set, so they
   cost nothing afterwards.
 """

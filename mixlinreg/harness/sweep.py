@@ -87,7 +87,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
                [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
     summary = dict(experiment=exp.name, preset=exp.preset, seconds=elapsed,
                    units_run=len(infos), units_total=len(units),
-                   units_skipped=len(units) - len(todo) if max_units is None else len(done),
+                   units_skipped=sum(u.id in done for u in units),
                    runs=sum(i["runs"] for i in infos), diverged=sum(i["diverged"] for i in infos),
                    iterations=sum(i["iterations"] for i in infos), peak_rss_mb=peak,
                    n_jobs=n_jobs, threads_per_job=threads, backend=backend)
