@@ -227,3 +227,16 @@ def test_wilson_interval_known_values():
     np.testing.assert_allclose([lo, hi], [0.236593, 0.763407], atol=1e-6)  # textbook value
     with pytest.raises(ValueError):
         wilson_interval(3, 2)
+
+
+def test_a_worker_opening_the_store_never_removes_a_write_in_progress(tmp_path):
+    """Regression: workers used to delete every '.*.tmp' file when opening the store, including the
+    temporary file of another worker's write in progress (a race seen with two loky workers)."""
+    exp = _smoke()
+    store = ResultStore(tmp_path, exp, clean=True)
+    in_progress = store.units_dir / ".m20_n20_d40_k2_t0000.csv.abc.tmp"
+    in_progress.write_text("partial")
+    ResultStore(tmp_path, exp)  # what a worker does
+    assert in_progress.exists()
+    ResultStore(tmp_path, exp, clean=True)  # what the coordinator does before starting workers
+    assert not in_progress.exists()

@@ -38,9 +38,13 @@ def _atomic_write_text(path: Path, text: str):
 
 
 class ResultStore:
-    """Finished units of one experiment (one config, one preset)."""
+    """Finished units of one experiment (one config, one preset).
 
-    def __init__(self, out_dir, exp):
+    ``clean=True`` removes temporary files of interrupted writes; pass it only where no worker can
+    be writing (the coordinating process, before it starts the workers).
+    """
+
+    def __init__(self, out_dir, exp, *, clean=False):
         self.exp = exp
         self.path = Path(out_dir) / f"{exp.name}-{exp.preset}-{exp.hash()[:12]}"
         self.units_dir = self.path / "units"
@@ -55,8 +59,11 @@ class ResultStore:
                                    f"expected {want['hash']}); refusing to mix results")
         else:
             _atomic_write_text(manifest, json.dumps(want, indent=2, sort_keys=True))
-        for stale in self.units_dir.glob(".*.tmp"):  # left by an interrupted write
-            stale.unlink(missing_ok=True)
+        if clean:
+            # temporary files left by an interrupted write; only the coordinating process may do
+            # this, before any worker starts (a worker's write in progress also looks like this)
+            for stale in self.units_dir.glob(".*.tmp"):
+                stale.unlink(missing_ok=True)
 
     def unit_path(self, unit_id) -> Path:
         return self.units_dir / f"{unit_id}.csv"

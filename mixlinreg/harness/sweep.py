@@ -41,7 +41,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     import joblib
     from tqdm.auto import tqdm
 
-    store = ResultStore(out_dir, exp)
+    store = ResultStore(out_dir, exp, clean=True)
     done = store.done()
     units = exp.units()
     todo = [u for u in units if u.id not in done]
