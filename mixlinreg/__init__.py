@@ -7,7 +7,7 @@
 True
 """
 
-from . import metrics
+from . import baselines, metrics
 from .data import (
     Mixture,
     Trial,
@@ -34,6 +34,6 @@ __all__ = [
     "IFCA", "ConvergenceWarning", "IFCAResult", "IFCATrace", "ifca",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close",
-    "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",
+    "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",
     "misclassification_rate", "pairwise_dist",
 ]
