@@ -70,7 +70,7 @@ PANELS = ("fig2a", "fig2b", "fig2c", "fig2d")
 
 
 def _reproduce(args):
-    from .harness import format_summary, load_config, run_experiment
+    from .harness import ResultStore, format_summary, load_config, run_experiment
     from .harness.report import format_success, write_panel_outputs
     from .plots import combined_figure, save_figure
 
@@ -86,9 +86,13 @@ def _reproduce(args):
         print(f"{exp.name} ({exp.preset} preset): {exp.description}")
         print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
               f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
-        store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
-                                        scheduler=args.scheduler, progress=not args.no_progress)
-        print("  " + format_summary(summary))
+        if args.report_only:
+            store = ResultStore(args.out, exp)
+            print(f"  report only: {len(store.done())} of {len(exp.units())} units finished")
+        else:
+            store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
+                                            scheduler=args.scheduler, progress=not args.no_progress)
+            print("  " + format_summary(summary))
         table, paths = write_panel_outputs(store, args.figures)
         if table is not None:
             print(format_success(table, exp.layout))
@@ -147,6 +151,8 @@ def build_parser():
     r.add_argument("--figures", default="figures", help="folder for figures and summary CSVs [figures]")
     r.add_argument("--config", default=None, help="a TOML config file instead of a named panel")
     r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--report-only", action="store_true",
+                   help="run nothing: write the figures and summaries of the units already finished")
     r.set_defaults(func=_reproduce)
 
     e = sub.add_parser("check-early-stop",

@@ -240,3 +240,17 @@ def test_a_worker_opening_the_store_never_removes_a_write_in_progress(tmp_path):
     assert in_progress.exists()
     ResultStore(tmp_path, exp, clean=True)  # what the coordinator does before starting workers
     assert not in_progress.exists()
+
+
+def test_report_only_writes_outputs_of_a_partial_store(tmp_path):
+    from mixlinreg.cli import main
+
+    exp = _smoke("fig2a")
+    run_experiment(exp, tmp_path / "store", progress=False, max_units=1)
+    args = ["reproduce", "fig2a", "--preset", "smoke", "--out", str(tmp_path / "store"),
+            "--figures", str(tmp_path / "figs"), "--report-only"]
+    assert main(args) == 0
+    summary = pd.read_csv(tmp_path / "figs" / "fig2a_smoke_summary.csv")
+    assert (summary["trials"] == 1).all()  # only the finished trial is summarized
+    assert (tmp_path / "figs" / "fig2a_smoke.png").stat().st_size > 0
+    assert len(ResultStore(tmp_path / "store", exp).done()) == 1  # nothing more was run
