@@ -8,6 +8,8 @@ All share the data API of :func:`mixlinreg.ifca` (``X`` (m, n, d), ``y`` (m, n))
 * :func:`local_models`: each machine alone (minimum-norm least squares or ridge).
 * :func:`one_shot`: local models, k-means on them, least squares per estimated cluster.
 * :func:`soft_ifca`: IFCA with softmax cluster weights instead of the argmin.
+* :func:`cfl`: Clustered Federated Learning (Sattler et al.), recursive bipartitioning.
+* :func:`fpfc`: fusion penalized federated clustering (Yu et al.), SCAD pair penalty, no k.
 
 >>> import mixlinreg as mlr
 >>> from mixlinreg import baselines
@@ -24,6 +26,8 @@ Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated 
 NeurIPS 2020 / IEEE Trans. Inf. Theory 2022.
 """
 
+from ._cfl import cfl
+from ._fpfc import fpfc
 from ._global_model import global_model
 from ._local_models import local_models
 from ._one_shot import one_shot
@@ -31,4 +35,5 @@ from ._oracle import oracle
 from ._result import BaselineResult
 from ._soft_ifca import soft_ifca
 
-__all__ = ["BaselineResult", "oracle", "global_model", "local_models", "one_shot", "soft_ifca"]
+__all__ = ["BaselineResult", "oracle", "global_model", "local_models", "one_shot", "soft_ifca",
+           "cfl", "fpfc"]
