@@ -23,9 +23,19 @@ import pandas as pd
 from .run import COLUMNS
 
 
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def _atomic_write_text(path: Path, text: str):
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a result file is an ordinary file
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
