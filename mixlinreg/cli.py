@@ -1,4 +1,4 @@
-"""Command line interface: ``mixlinreg reproduce``, ``mixlinreg demo`` and ``mixlinreg bench``."""
+"""Command line interface: ``mixlinreg reproduce``, ``demo``, ``bench`` and ``compare``."""
 
 from __future__ import annotations
 
@@ -123,6 +123,22 @@ def _check_early_stop(args):
     return 0 if verdict else 1
 
 
+def _compare(args):
+    from .compare import run_compare, write_outputs
+
+    t0 = time.perf_counter()
+    rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed)
+    summary, md, paths = write_outputs(rows, args.out, args.preset)
+    print(md)
+    elapsed = time.perf_counter() - t0
+    counts = rows["status"].str.split(":").str[0].value_counts().to_dict()
+    print(f"compare ({args.preset} preset): {rows['scenario'].nunique()} scenarios x "
+          f"{rows['seed'].nunique()} seeds x {rows['method'].nunique()} methods = {len(rows)} rows "
+          f"({', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}) in {elapsed:.1f} s; "
+          "wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -178,6 +194,15 @@ def build_parser():
                    help="also time the kernel with the optional early stop (extra rows)")
     b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
+
+    c = sub.add_parser("compare", help="IFCA against the baselines on the issue's scenarios "
+                                       "(CSV, markdown table, figure)")
+    c.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
+                   help="smoke (seconds), quick (reduced sizes, minutes) or full (Figure 2 sizes)")
+    c.add_argument("--seeds", type=int, default=None, help="data seeds per scenario [preset's]")
+    c.add_argument("--seed", type=int, default=0, help="root seed [0]")
+    c.add_argument("--out", default="figures", help="output folder [figures]")
+    c.set_defaults(func=_compare)
     return p
 
 
