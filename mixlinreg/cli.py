@@ -1,4 +1,5 @@
-"""Command line interface: ``mixlinreg reproduce``, ``demo``, ``bench`` and ``compare``."""
+"""Command line interface: ``mixlinreg reproduce``, ``check``, ``compare``, ``digits``, ``demo`` and
+``bench``."""
 
 from __future__ import annotations
 
@@ -152,6 +153,31 @@ def _digits(args):
     return 0
 
 
+def _check(args):
+    from .theory import STUDIES, run_study, write_report
+
+    ids = args.ids or list(STUDIES)
+    bad = [i for i in ids if i not in STUDIES]
+    if bad:
+        print(f"mixlinreg check: unknown study IDs {bad}; known: {list(STUDIES)}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    if not args.report_only:
+        store = None if args.no_store else args.store
+        for sid in ids:
+            t1 = time.perf_counter()
+            print(f"[{sid}] {STUDIES[sid][2]} ...", flush=True)
+            r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
+                          n_jobs=args.n_jobs, progress=not args.no_progress)
+            print(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
+                  f"{r.summary.strip().splitlines()[0]}", flush=True)
+    if args.write:
+        path = write_report(args.write, args.out, preset=args.preset)
+        print(f"wrote {path}")
+    print(f"check: {len(ids)} studies in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -183,6 +209,27 @@ def build_parser():
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: write the figures and summaries of the units already finished")
     r.set_defaults(func=_reproduce)
+
+    t = sub.add_parser("check", help="theory checks: one study per claim of the paper, with verdicts")
+    t.add_argument("ids", nargs="*", metavar="ID",
+                   help="study IDs (L1 T1 C1 A0 T2 C2 RS F2a F2b F2c F2d D1) [all]")
+    t.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
+                   help="smoke (seconds), quick (all IDs within about 20 minutes on 2 cores) or full "
+                        "[quick]")
+    t.add_argument("--out", default="figures/checks",
+                   help="folder for tables, figures and JSON records [figures/checks]")
+    t.add_argument("--store", default="results/checks",
+                   help="resumable per-unit rows; a rerun skips finished units [results/checks]")
+    t.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    t.add_argument("--seed", type=int, default=0, help="root seed [0]")
+    t.add_argument("--n-jobs", type=int, default=1, help="worker processes where a study can use "
+                   "them [1]")
+    t.add_argument("--write", default=None, metavar="PATH",
+                   help="write the report (e.g. paper_checks.md) from the records in --out")
+    t.add_argument("--report-only", action="store_true",
+                   help="only rewrite the report from existing records")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=_check)
 
     e = sub.add_parser("check-early-stop",
                        help="run sample units with and without the early stop and compare")

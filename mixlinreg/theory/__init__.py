@@ -1,0 +1,79 @@
+"""Theory checks: one study per claim of the IFCA paper, each with a verdict.
+
+>>> from mixlinreg.theory import STUDIES
+>>> list(STUDIES)[:3]
+['L1', 'T1', 'C1']
+
+Run them with ``mixlinreg check [ID ...] --preset quick|full --write paper_checks.md`` or
+:func:`run_study`. Each study writes a tidy table, a figure and a JSON record under
+``figures/checks`` and returns a :class:`StudyResult`; :func:`write_report` turns the records into
+``paper_checks.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDICTS, Context,
+                     StudyResult, combine)
+
+# ID -> (module, function, one-line title). Order is the order of paper_checks.md.
+STUDIES = {
+    "L1": ("lemma1", "run_l1", "Lemma 1: misclassification probability"),
+    "T1": ("linear", "run_t1", "Theorem 1: one-step contraction by 1/2"),
+    "C1": ("linear", "run_c1", "Corollary 1: error floor and iteration count"),
+    "A0": ("initialization", "run_a0", "Assumption 1: slightly better than random suffices (k = 2)"),
+    "T2": ("convex", "run_t2", "Theorem 2: contraction 1 - p lambda / (8 L)"),
+    "C2": ("convex", "run_c2", "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
+    "RS": ("initialization", "run_rs", "Section 6: random initialization with a few restarts"),
+    "F2a": ("figure2", "run_f2", "Figure 2(a): success rises with R (k = 2)"),
+    "F2b": ("figure2", "run_f2", "Figure 2(b): success rises with R (k = 4)"),
+    "F2c": ("figure2", "run_f2", "Figure 2(c): success rises with m and n (k = 2)"),
+    "F2d": ("figure2", "run_f2", "Figure 2(d): success rises with m and n (k = 4)"),
+    "D1": ("figure2", "run_d1", "Text vs code: conventions of the Figure 2 experiment"),
+}
+
+
+def _check_ids(ids):
+    ids = list(STUDIES) if not ids else list(ids)
+    bad = [i for i in ids if i not in STUDIES]
+    if bad:
+        raise ValueError(f"study IDs must be among {list(STUDIES)}, got {bad}")
+    return ids
+
+
+def run_study(study_id, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
+              n_jobs=1, progress=False) -> StudyResult:
+    """Run one study, write its JSON record ``<out>/<ID>_<preset>.json`` and return its result.
+
+    Parameters
+    ----------
+    study_id : str
+        One of :data:`STUDIES`.
+    preset : {"smoke", "quick", "full"}
+    out : path
+        Folder for the table, figure and record.
+    store : path or None
+        Folder of resumable per-unit rows (``None``: recompute everything).
+    seed, n_jobs, progress
+        See :class:`mixlinreg.theory._study.Context`.
+    """
+    (study_id,) = _check_ids([study_id])
+    module, func, _ = STUDIES[study_id]
+    fn = getattr(importlib.import_module(f"{__name__}.{module}"), func)
+    ctx = Context(study_id, preset=preset, out=Path(out), store=store, seed=seed, n_jobs=n_jobs,
+                  progress=progress)
+    result = fn(ctx)
+    if not isinstance(result, StudyResult):
+        raise TypeError(f"study {study_id} returned {type(result).__name__}, not StudyResult")
+    from ..harness.store import _atomic_write_text
+
+    _atomic_write_text(ctx.path(".json"), result.to_json())
+    return result
+
+
+from .report import load_results, write_report  # noqa: E402
+
+__all__ = ["STUDIES", "run_study", "write_report", "load_results", "StudyResult", "Context",
+           "combine", "HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "VERDICTS", "PRESETS"]

@@ -1,0 +1,260 @@
+"""What every theory study shares: the verdict vocabulary, the result record, seeds and a
+resumable per-unit store.
+
+A study is a function ``run(ctx) -> StudyResult``. It splits its work into *units* (one grid point,
+one seed, ...), computes each unit through :meth:`Context.unit`, which writes the unit's tidy rows
+atomically to ``<store>/<ID>-<preset>-<hash>/<unit>.csv`` and reads them back on a rerun, so an
+interrupted ``mixlinreg check`` resumes without redoing finished units. The study then writes its
+tidy table and figure under ``<out>`` and returns a :class:`StudyResult` with the verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..harness.store import _atomic_write_text
+
+HOLDS = "holds"
+CAVEAT = "holds with a caveat"
+NOT_SUPPORTED = "not supported"
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
+
+PRESETS = ("smoke", "quick", "full")
+
+
+def combine(verdicts):
+    """The weakest of several verdicts: not supported > inconclusive > caveat > holds.
+
+    >>> combine(["holds", "holds with a caveat"])
+    'holds with a caveat'
+    >>> combine(["holds", "inconclusive", "not supported"])
+    'not supported'
+    """
+    verdicts = list(verdicts)
+    if not verdicts:
+        raise ValueError("combine needs at least one verdict, got none")
+    for v in verdicts:
+        if v not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {v!r}")
+    for v in (NOT_SUPPORTED, INCONCLUSIVE, CAVEAT):
+        if v in verdicts:
+            return v
+    return HOLDS
+
+
+@dataclass
+class StudyResult:
+    """Outcome of one study: what ``paper_checks.md`` shows for one claim.
+
+    Attributes
+    ----------
+    id : str
+        Claim ID (``"L1"``, ``"T1"``, ...).
+    title : str
+        A few words.
+    claim : str
+        The claim in one sentence.
+    location : str
+        Where in the paper (long version unless said otherwise).
+    verdict : str
+        One of :data:`VERDICTS`.
+    summary : str
+        Why that verdict, in a few sentences, with the deciding numbers.
+    numbers : pandas.DataFrame
+        The measured numbers that decide the verdict (with intervals), shown as a table.
+    caveats : list of str
+    table : str
+        Path of the tidy CSV (relative to the output folder's parent when written).
+    figure : str
+        Path of the PNG.
+    preset, seed, seconds, command
+        How it was made.
+    """
+
+    id: str
+    title: str
+    claim: str
+    location: str
+    verdict: str
+    summary: str
+    numbers: pd.DataFrame
+    caveats: list = field(default_factory=list)
+    table: str = ""
+    figure: str = ""
+    preset: str = ""
+    seed: int = 0
+    seconds: float = float("nan")
+    command: str = ""
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if not isinstance(self.numbers, pd.DataFrame):
+            raise TypeError(f"numbers must be a pandas DataFrame, got {type(self.numbers).__name__}")
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["numbers"] = json.loads(self.numbers.to_json(orient="split", index=False,
+                                                       double_precision=6))
+        return json.dumps(d, indent=1, default=_json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> "StudyResult":
+        d = json.loads(text)
+        num = d.pop("numbers")
+        d["numbers"] = pd.DataFrame(num["data"], columns=num["columns"])
+        return cls(**d)
+
+
+def _json_default(obj):
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def _study_code(study_id: str) -> int:
+    return zlib.crc32(study_id.encode())
+
+
+def params_hash(params: dict) -> str:
+    """Short stable hash of a study's parameters (JSON, sorted keys)."""
+    blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass
+class Context:
+    """Where and how a study runs.
+
+    Parameters
+    ----------
+    study_id : str
+    preset : {"smoke", "quick", "full"}
+        ``smoke`` is for the test suite (seconds), ``quick`` for ``mixlinreg check --preset quick``
+        (all IDs within 20 minutes on two cores), ``full`` as large as the verdicts need.
+    out : path
+        Folder for tables, figures and the per-study JSON (``figures/checks``).
+    store : path or None
+        Folder for the resumable per-unit rows; ``None`` keeps nothing between runs.
+    seed : int
+        Root seed; unit generators are ``SeedSequence(seed, spawn_key=(crc32(ID), *key))``.
+    n_jobs : int
+        Worker processes a study may use for independent units (results do not depend on it).
+    progress : bool
+    """
+
+    study_id: str
+    preset: str = "quick"
+    out: Path = Path("figures/checks")
+    store: Path | None = None
+    seed: int = 0
+    n_jobs: int = 1
+    progress: bool = False
+    params: dict = field(default_factory=dict)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    def __post_init__(self):
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs < 1:
+            raise ValueError(f"n_jobs must be an integer >= 1, got {self.n_jobs!r}")
+        self.out = Path(self.out)
+        self.store = None if self.store is None else Path(self.store)
+
+    # ----------------------------------------------------------------- seeds
+    def seed_sequence(self, *key) -> np.random.SeedSequence:
+        """Child seed of this study for the integer key ``key`` (a unit's coordinates)."""
+        key = tuple(int(k) for k in key)
+        return np.random.SeedSequence(self.seed, spawn_key=(_study_code(self.study_id),) + key)
+
+    def rng(self, *key) -> np.random.Generator:
+        return np.random.default_rng(self.seed_sequence(*key))
+
+    # ----------------------------------------------------------------- store
+    def _unit_dir(self) -> Path | None:
+        if self.store is None:
+            return None
+        h = params_hash({"id": self.study_id, "preset": self.preset, "seed": int(self.seed),
+                         "params": self.params})
+        return self.store / f"{self.study_id}-{self.preset}-{h}"
+
+    def unit(self, name: str, compute) -> pd.DataFrame:
+        """Rows of one unit: read from the store if already computed, else ``compute()`` and save.
+
+        ``name`` must be unique within the study and made of ``[A-Za-z0-9_.=-]``; ``compute`` takes
+        no argument and returns a DataFrame. The params given to the context are part of the store
+        folder's name, so changing them never mixes old and new rows.
+        """
+        if not name or any(not (c.isalnum() or c in "_.=-") for c in name):
+            raise ValueError(f"unit name must be non-empty and use [A-Za-z0-9_.=-], got {name!r}")
+        folder = self._unit_dir()
+        if folder is not None:
+            path = folder / f"{name}.csv"
+            if path.exists():
+                return pd.read_csv(path)
+        df = compute()
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"unit {name!r} must return a pandas DataFrame, got {type(df).__name__}")
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+            _atomic_write_text(folder / f"{name}.csv", df.to_csv(index=False))
+            df = pd.read_csv(folder / f"{name}.csv")  # same types whether fresh or resumed
+        return df
+
+    # ----------------------------------------------------------------- outputs
+    def path(self, suffix: str) -> Path:
+        """``<out>/<ID>_<preset><suffix>``, e.g. ``ctx.path(".csv")``; creates ``out``."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        return self.out / f"{self.study_id}_{self.preset}{suffix}"
+
+    def write_table(self, df: pd.DataFrame, suffix: str = ".csv") -> Path:
+        path = self.path(suffix)
+        _atomic_write_text(path, df.to_csv(index=False))
+        return path
+
+    def save_figure(self, fig, suffix: str = ".png") -> Path:
+        from ..plots import save_figure
+
+        return save_figure(fig, self.path(suffix))
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def result(self, **kw) -> StudyResult:
+        """A :class:`StudyResult` with this context's id, preset, seed and elapsed time filled in."""
+        kw.setdefault("id", self.study_id)
+        kw.setdefault("preset", self.preset)
+        kw.setdefault("seed", int(self.seed))
+        kw.setdefault("seconds", round(self.elapsed(), 1))
+        kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
+                      + (f" --seed {self.seed}" if self.seed else ""))
+        for key in ("table", "figure"):
+            if key in kw and kw[key]:
+                kw[key] = str(kw[key])
+        return StudyResult(**kw)
+
+
+def pick(preset: str, **values):
+    """The value for ``preset`` from keyword arguments ``smoke=..., quick=..., full=...``.
+
+    >>> pick("quick", smoke=1, quick=2, full=3)
+    2
+    """
+    if preset not in values:
+        raise ValueError(f"preset must be one of {sorted(values)}, got {preset!r}")
+    return values[preset]
