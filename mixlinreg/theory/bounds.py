@@ -17,12 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def _pos(name, value, *, allow_zero=False):
+def _pos(name, value, *, allow_zero=False, allow_inf=False):
     v = np.asarray(value, dtype=float)
     bad = (v < 0) if allow_zero else (v <= 0)
-    if np.any(~np.isfinite(v)) or np.any(bad):
+    bad_inf = np.isnan(v) if allow_inf else ~np.isfinite(v)
+    if np.any(bad_inf) or np.any(bad):
         rng = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name} must be finite and {rng}, got {value!r}")
+        what = "not NaN" if allow_inf else "finite"
+        raise ValueError(f"{name} must be {what} and {rng}, got {value!r}")
     return v
 
 
@@ -55,7 +57,7 @@ def lemma1_exponent_form(alpha, rho):
     0.015625
     """
     a = _alpha(alpha)
-    r = _pos("rho", rho)
+    r = _pos("rho", rho, allow_inf=True)
     frac = np.where(np.isinf(r), 1.0, r / (r + 1.0))
     return (a * frac) ** 2
 
@@ -95,7 +97,7 @@ def statistical_term(*, sigma, p, d, m, n_prime):
 
 def corollary1_floor(*, sigma, p, d, m, n_prime, rho, c6, c7, c8):
     """Corollary 1: ``eps = c6 (sigma/p) sqrt(d/(m n')) + c7 exp(-c8 (rho/(rho+1))^2 n')``."""
-    r = _pos("rho", rho)
+    r = _pos("rho", rho, allow_inf=True)
     frac = np.where(np.isinf(r), 1.0, r / (r + 1.0))
     c6, c7, c8 = _pos("c6", c6, allow_zero=True), _pos("c7", c7, allow_zero=True), _pos("c8", c8)
     n_prime = _pos("n_prime", n_prime)
