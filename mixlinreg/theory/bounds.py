@@ -58,7 +58,7 @@ def lemma1_exponent_form(alpha, rho):
     """
     a = _alpha(alpha)
     r = _pos("rho", rho, allow_inf=True)
-    frac = np.where(np.isinf(r), 1.0, r / (r + 1.0))
+    frac = np.where(np.isinf(r), 1.0, r / (np.where(np.isinf(r), 0.0, r) + 1.0))
     return (a * frac) ** 2
 
 
@@ -98,7 +98,7 @@ def statistical_term(*, sigma, p, d, m, n_prime):
 def corollary1_floor(*, sigma, p, d, m, n_prime, rho, c6, c7, c8):
     """Corollary 1: ``eps = c6 (sigma/p) sqrt(d/(m n')) + c7 exp(-c8 (rho/(rho+1))^2 n')``."""
     r = _pos("rho", rho, allow_inf=True)
-    frac = np.where(np.isinf(r), 1.0, r / (r + 1.0))
+    frac = np.where(np.isinf(r), 1.0, r / (np.where(np.isinf(r), 0.0, r) + 1.0))
     c6, c7, c8 = _pos("c6", c6, allow_zero=True), _pos("c7", c7, allow_zero=True), _pos("c8", c8)
     n_prime = _pos("n_prime", n_prime)
     return (c6 * statistical_term(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime)
