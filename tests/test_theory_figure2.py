@@ -1,0 +1,226 @@
+"""Studies F2a-F2d (Figure 2 trends) and D1 (text vs code conventions): verdict logic on known
+inputs, exactness of the formulas against independent computations, and one smoke run each."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binomtest
+
+from mixlinreg.theory import VERDICTS, run_study
+from mixlinreg.theory import figure2 as f2
+from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+
+
+def _counts(succ, trials, levels=(0.1, 0.25, 0.5, 0.75, 1.0), strata=(0.1, 0.2)):
+    """Counts table with the same successes in every stratum."""
+    rows = [dict(R=R, sigma=s, trials=trials, succ_authors=int(k))
+            for s in strata for R, k in zip(levels, succ)]
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- trend verdicts
+
+
+def test_trend_increasing_holds():
+    t = f2.trend_test(_counts([2, 6, 10, 14, 18], 20), "R", ["sigma"])
+    verdict, why = f2.trend_verdict(t)
+    assert verdict == HOLDS, why
+    assert t.iloc[-1]["p_increase"] < 1e-6
+
+
+def test_trend_decreasing_not_supported():
+    # the wrong claim "success rises with R" on data where it falls must be refuted
+    t = f2.trend_test(_counts([18, 14, 10, 6, 2], 20), "R", ["sigma"])
+    verdict, why = f2.trend_verdict(t)
+    assert verdict == NOT_SUPPORTED, why
+
+
+def test_trend_flat_few_trials_inconclusive():
+    t = f2.trend_test(_counts([1, 1, 1, 1, 1], 2), "R", ["sigma"])
+    assert f2.trend_verdict(t)[0] == INCONCLUSIVE
+
+
+def test_trend_saturated_stratum_gives_caveat():
+    df = pd.concat([_counts([2, 6, 10, 14, 18], 20, strata=(0.1,)),
+                    _counts([20] * 5, 20, strata=(0.4,))], ignore_index=True)
+    t = f2.trend_test(df, "R", ["sigma"])
+    verdict, why = f2.trend_verdict(t)
+    assert verdict == CAVEAT and "sigma=0.4" in why
+
+
+def test_trend_one_stratum_falling_not_supported():
+    # pooled still rises (three strata up) but one stratum falls significantly
+    up = _counts([0, 5, 10, 15, 20], 20, strata=(0.1, 0.2, 0.3))
+    down = _counts([20, 15, 10, 5, 0], 20, strata=(0.4,))
+    t = f2.trend_test(pd.concat([up, down], ignore_index=True), "R", ["sigma"])
+    assert t.iloc[-1]["p_increase"] < 0.05
+    verdict, why = f2.trend_verdict(t)
+    assert verdict == NOT_SUPPORTED and "sigma=0.4" in why
+
+
+def _brute_force_pvalues(strata):
+    """P(T >= t_obs), P(T <= t_obs) by enumerating every placement of each stratum's successes
+    among its trials (all placements equally likely under no trend)."""
+    laws, t_obs = [], 0
+    for trials, succ in strata:
+        scores = np.repeat(np.arange(len(trials)), trials)  # one score per trial
+        S = sum(succ)
+        t_obs += int(np.dot(np.arange(len(trials)), succ))
+        vals = [int(scores[list(c)].sum()) for c in itertools.combinations(range(scores.size), S)]
+        laws.append(np.bincount(vals, minlength=int(scores.sum()) + 1) / len(vals))
+    law = laws[0]
+    for other in laws[1:]:
+        law = np.convolve(law, other)
+    return law[t_obs:].sum(), law[:t_obs + 1].sum()
+
+
+def test_trend_pvalues_match_brute_force():
+    strata = [([2, 3, 2, 3], [0, 1, 2, 2]), ([3, 3, 3], [1, 0, 2])]
+    rows = [dict(x=i, s=h, trials=n, succ_authors=k) for h, (ns, ks) in enumerate(strata)
+            for i, (n, k) in enumerate(zip(ns, ks))]
+    t = f2.trend_test(pd.DataFrame(rows), "x", ["s"])
+    up, down = _brute_force_pvalues(strata)
+    # both are sums of the same exact rational probabilities: only float rounding differs
+    np.testing.assert_allclose(t.iloc[-1][["p_increase", "p_decrease"]].to_numpy(float),
+                               [up, down], rtol=1e-10)
+    for h, (ns, ks) in enumerate(strata):
+        u, d = _brute_force_pvalues([(ns, ks)])
+        np.testing.assert_allclose(t.iloc[h][["p_increase", "p_decrease"]].to_numpy(float),
+                                   [u, d], rtol=1e-10)
+
+
+def test_trend_test_rejects_bad_counts():
+    bad = pd.DataFrame(dict(R=[1, 2], trials=[3, 3], succ_authors=[4, 1]))
+    with pytest.raises(ValueError, match="succ_authors"):
+        f2.trend_test(bad, "R")
+    with pytest.raises(ValueError, match="columns"):
+        f2.trend_test(bad, "m")
+    with pytest.raises(ValueError, match="alpha"):
+        f2.trend_verdict(f2.trend_test(bad.assign(succ_authors=[1, 2]), "R"), alpha=1.5)
+
+
+# ----------------------------------------------------------------------------- paired moves
+
+
+def test_paired_difference_counts_and_mcnemar():
+    x = np.array([1, 1, 1, 1, 1, 0, 0, 1, 0, 0], bool)
+    y = np.array([0, 0, 0, 1, 1, 1, 0, 1, 0, 0], bool)
+    r = f2.paired_difference(x, y)
+    assert (r["b"], r["c"], r["n"]) == (3, 1, 10)
+    assert r["diff"] == pytest.approx(0.2)
+    assert r["lo"] < 0.2 < r["hi"]
+    assert r["p_mcnemar"] == pytest.approx(binomtest(3, 4, 0.5).pvalue)
+    with pytest.raises(ValueError, match="paired"):
+        f2.paired_difference(x, y[:5])
+    with pytest.raises(ValueError, match="confidence"):
+        f2.paired_difference(x, y, confidence=1.0)
+
+
+def test_paired_difference_coverage_monte_carlo(global_random_seed):
+    # Newcombe's method 10 has coverage close to its nominal 95% at moderate n; 2000 replicates
+    # give a Monte Carlo standard error of 0.005, so [0.92, 0.98] is a 6-sigma band around 0.95
+    rng = np.random.default_rng(global_random_seed)
+    probs = np.array([0.4, 0.2, 0.1, 0.3])  # (both, first only, second only, neither)
+    true = probs[1] - probs[2]
+    n, reps, hits = 40, 2000, 0
+    cells = rng.choice(4, size=(reps, n), p=probs)
+    for c in cells:
+        x = (c == 0) | (c == 1)
+        y = (c == 0) | (c == 2)
+        r = f2.paired_difference(x, y)
+        hits += r["lo"] <= true <= r["hi"]
+    assert 0.92 <= hits / reps <= 0.98
+
+
+def test_move_verdict_rules():
+    assert f2.move_verdict(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]})) == HOLDS
+    # a convention that moves success at one point by more than its interval: not supported
+    assert f2.move_verdict(pd.DataFrame({"lo": [-0.1, 0.2], "hi": [0.1, 0.8]})) == NOT_SUPPORTED
+    assert f2.move_verdict(pd.DataFrame({"lo": [-0.5], "hi": [0.4]})) == INCONCLUSIVE
+    # identical conventions on real-looking data: intervals narrow enough with many trials
+    x = np.r_[np.ones(150, bool), np.zeros(150, bool)]
+    r = f2.paired_difference(x, x, confidence=0.95)
+    assert f2.move_verdict(pd.DataFrame([r])) == HOLDS
+    with pytest.raises(ValueError, match="margin"):
+        f2.move_verdict(pd.DataFrame([r]), margin=-1)
+
+
+# ----------------------------------------------------------------------------- separations
+
+
+@pytest.mark.parametrize("d", [3, 30])
+@pytest.mark.parametrize("scale", ["code", "norm"])
+def test_expected_sq_separation_monte_carlo(global_random_seed, d, scale):
+    # independent draw: Bernoulli(0.5) patterns, all-zero rows rejected (as draw_trial does);
+    # 200,000 pairs, tolerance 5 Monte Carlo standard errors
+    rng = np.random.default_rng(global_random_seed)
+    B = rng.integers(0, 2, size=(400_000, d)).astype(float)
+    B = B[B.any(axis=1)]
+    B = B[: 2 * (B.shape[0] // 2)].reshape(-1, 2, d)
+    if scale == "norm":
+        B = B / np.linalg.norm(B, axis=2, keepdims=True)
+    R = 0.7
+    sq = R ** 2 * np.sum((B[:, 0] - B[:, 1]) ** 2, axis=1)
+    se = sq.std() / np.sqrt(sq.size)
+    assert abs(f2.expected_sq_separation(R, d, scale) - sq.mean()) < 5 * se
+
+
+def test_expected_sq_separation_errors_and_patterns_shared():
+    with pytest.raises(ValueError, match="theta_scale"):
+        f2.expected_sq_separation(1.0, 10, "text")
+    with pytest.raises(ValueError, match="d must"):
+        f2.expected_sq_separation(1.0, 0, "code")
+    with pytest.raises(ValueError, match="theta_star"):
+        f2.separation(np.zeros((1, 3)))
+    # D1 draws a trial with m = k, n = 1 to get the patterns: they must be those of the full trial
+    from mixlinreg.data import draw_trial
+
+    ss = np.random.SeedSequence(5, spawn_key=(1, 2))
+    small = draw_trial(2, 1, 7, 2, rng=np.random.default_rng(ss))
+    full = draw_trial(6, 4, 7, 2, rng=np.random.default_rng(ss))
+    np.testing.assert_array_equal(small.B, full.B)
+
+
+def test_rules_from_summary_reproduces_counts():
+    summ = pd.DataFrame(dict(m=[10, 10], n=[5, 5], d=[3, 3], k=[2, 2], R=[0.1, 0.2],
+                             sigma=[0.1, 0.1], trials=[4, 4], succ_authors=[3, 1],
+                             succ_text=[1, 2]))
+    per = f2._rules_from_summary(summ)
+    got = per.groupby("R")[["nearest_code", "matched_text"]].sum()
+    np.testing.assert_array_equal(got.to_numpy(), [[3, 1], [1, 2]])
+    assert per.groupby("R")["nested"].all().tolist() == [True, False]
+
+
+# ----------------------------------------------------------------------------- smoke runs
+
+
+@pytest.mark.parametrize("sid", ["F2a", "F2b", "F2c", "F2d"])
+def test_f2_smoke(tmp_path, sid):
+    r = run_study(sid, preset="smoke", out=tmp_path, store=None)
+    assert r.verdict in VERDICTS
+    if not (f2.FIGURES / f"fig2{sid[-1].lower()}_quick_summary.csv").exists():
+        pytest.skip("summary not committed")
+    assert (tmp_path / f"{sid}_smoke.csv").exists() and (tmp_path / f"{sid}_smoke.png").exists()
+    table = pd.read_csv(tmp_path / f"{sid}_smoke.csv")
+    assert set(f2._TREND_COLUMNS) <= set(table.columns)
+    assert (table["stratum"] == "pooled").any()
+
+
+def test_f2_missing_summary_inconclusive(tmp_path, monkeypatch):
+    monkeypatch.setattr(f2, "FIGURES", tmp_path / "nothing")
+    r = run_study("F2c", preset="smoke", out=tmp_path, store=None)
+    assert r.verdict == INCONCLUSIVE
+    assert "mixlinreg reproduce fig2c --preset quick" in r.summary
+
+
+def test_d1_smoke(tmp_path):
+    r = run_study("D1", preset="smoke", out=tmp_path, store=None)
+    assert r.verdict in VERDICTS
+    for suffix in (".csv", ".png", "_trials.csv", "_separation.csv"):
+        assert (tmp_path / f"D1_smoke{suffix}").exists()
+    table = pd.read_csv(tmp_path / "D1_smoke.csv")
+    assert {"family", "panel", "R", "trials", "diff", "lo", "hi", "moved"} <= set(table.columns)
+    assert {"theta_scale", "experiment"} <= set(table["family"])
+    assert len(r.numbers) <= 15
