@@ -292,3 +292,11 @@ def test_records_are_plain_json(tmp_path):
     r = _fake(Context("L1", out=tmp_path))
     d = json.loads(r.to_json())
     assert d["numbers"]["columns"] == ["q", "lo"]
+
+
+def test_records_keep_tiny_numbers(tmp_path):
+    ctx = Context("L1", out=tmp_path)
+    r = ctx.result(title="t", claim="c", location="l", verdict=HOLDS, summary="s",
+                   numbers=pd.DataFrame({"p": [9.96e-13, 0.123456789012]}))
+    back = StudyResult.from_json(r.to_json())
+    assert back.numbers["p"].tolist() == pytest.approx([9.96e-13, 0.123456789012], rel=1e-12)

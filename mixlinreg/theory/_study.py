@@ -104,7 +104,7 @@ class StudyResult:
     def to_json(self) -> str:
         d = asdict(self)
         d["numbers"] = json.loads(self.numbers.to_json(orient="split", index=False,
-                                                       double_precision=6))
+                                                       double_precision=15))
         return json.dumps(d, indent=1, default=_json_default)
 
     @classmethod
