@@ -1,0 +1,284 @@
+"""Studies A0 and RS (mixlinreg.theory.initialization): formulas, verdict rules, smoke runs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mixlinreg.baselines import oracle
+from mixlinreg.data import init_close
+from mixlinreg.theory import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, VERDICTS, run_study
+from mixlinreg.theory import initialization as ini
+
+# ------------------------------------------------------------------------------ A0 geometry
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_simplex_centers_equidistant(k, global_random_seed):
+    gen = np.random.default_rng(global_random_seed)
+    ts = ini.simplex_centers(gen, k, 12, 1.7)
+    D = np.linalg.norm(ts[:, None] - ts[None], axis=2)
+    off = D[~np.eye(k, dtype=bool)]
+    np.testing.assert_allclose(off, 1.7, rtol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(ts, axis=1), 1.7 / math.sqrt(2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_init_mixed_geometry(k, global_random_seed):
+    gen = np.random.default_rng(global_random_seed)
+    ts = ini.simplex_centers(gen, k, 15, 1.0)
+    a = 0.05
+    init = ini.init_mixed(ts, a, gen)
+    # every model exactly at (1/2 - alpha0) Delta from its truth: Assumption 1's boundary
+    np.testing.assert_allclose(np.linalg.norm(init - ts, axis=1), 0.5 - a, rtol=1e-12)
+    # model 0 moved orthogonally to the span of the centers
+    q, _ = np.linalg.qr(ts.T)
+    np.testing.assert_allclose(q.T @ (init[0] - ts[0]), 0.0, atol=1e-12)
+    # the others are the adversarial placement of init_close
+    adv = init_close(ts, a, 1, direction="adversarial")[0]
+    np.testing.assert_allclose(init[1:], adv[1:], rtol=1e-12)
+    # cluster 0's population losses differ by exactly 2 alpha0 Delta^2 against some model j >= 1
+    pop = np.linalg.norm(init - ts[0], axis=1) ** 2
+    assert np.isclose(pop[1:].min() - pop[0], 2 * a, rtol=1e-9)
+
+
+def test_init_mixed_bad_input():
+    ts = np.eye(2, 5)
+    with pytest.raises(ValueError, match="alpha0"):
+        ini.init_mixed(ts, 0.5, 0)
+    with pytest.raises(ValueError, match="alpha0"):
+        ini.init_mixed(ts, 0.0, 0)
+    with pytest.raises(ValueError, match="d > k"):
+        ini.init_mixed(np.eye(2), 0.1, 0)
+    with pytest.raises(ValueError, match="direction"):
+        ini.a0_inits(ts, [0.1], ["sideways"], np.random.default_rng(0))
+
+
+def test_oracle_fit_matches_baseline(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
+    X = rng.standard_normal((6, 30, 5))
+    y = rng.standard_normal((6, 30))
+    labels = np.array([0, 1, 0, 1, 1, 0])
+    np.testing.assert_allclose(ini.oracle_fit(X, y, labels, 2), oracle(X, y, labels).theta,
+                               rtol=1e-9, atol=1e-12)
+
+
+def test_a0_trial_is_reproducible():
+    kw = dict(k=2, trial=0, d=6, n_prime=4, n_iter=3, m_per_cluster=4, sigma=0.2, delta=1.0,
+              alphas=(0.05, 0.3), directions=ini.A0_DIRECTIONS)
+    a = ini.a0_trial_rows(np.random.default_rng(5), **kw)
+    b = ini.a0_trial_rows(np.random.default_rng(5), **kw)
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) == 2 * 3 * 2  # resample x direction x alpha0
+    assert a["success"].dtype == bool
+
+
+# ------------------------------------------------------------------------------ A0 verdict
+
+
+def _a0_rows(succ):
+    """Rows with ``succ[(k, resample, direction)]`` successes out of ``trials`` at two alpha0s."""
+    rows = []
+    for (k, resample, direction), (s, n) in succ.items():
+        for a in (0.01, 0.2):
+            for t in range(n):
+                rows.append(dict(k=k, resample=resample, direction=direction, alpha0=a, trial=t,
+                                 success=t < s if a == 0.01 else True, misclass0=0.0, t_hit=2.0))
+    return pd.DataFrame(rows)
+
+
+def _a0_case(res, plain, n=60):
+    succ = {}
+    for d, s in zip(ini.A0_DIRECTIONS, res):
+        succ[(2, True, d)] = (s, n)
+    for d, s in zip(ini.A0_DIRECTIONS, plain):
+        succ[(2, False, d)] = (s, n)
+    return ini.a0_verdict(ini.a0_summary(_a0_rows(succ)))[0]
+
+
+def test_a0_verdict_rules():
+    # every direction 60/60: Wilson lower bound 0.94 >= 0.9
+    assert _a0_case((60, 60, 60), (60, 60, 60)) == HOLDS
+    # a deliberately false claim: one direction fails most of the time at the smallest alpha0
+    assert _a0_case((60, 60, 12), (60, 60, 60)) == NOT_SUPPORTED
+    # holds in the theory's (resampled) setting but clearly not without resampling
+    assert _a0_case((60, 60, 60), (60, 60, 40)) == CAVEAT
+    # holds only for some directions, the other clearly below 0.9 (but above 0.5)
+    assert _a0_case((60, 60, 42), (60, 60, 60)) == CAVEAT
+    # too few trials to decide
+    assert _a0_case((4, 4, 4), (4, 4, 4), n=4) == INCONCLUSIVE
+    # the verdict reads the smallest alpha0: failures at a larger alpha0 alone do not decide it
+    v, info = ini.a0_verdict(ini.a0_summary(_a0_rows({(2, True, "random"): (60, 60)})))
+    assert v == HOLDS and info["alpha0"] == 0.01
+
+
+def test_a0_summary_wilson():
+    s = ini.a0_summary(_a0_rows({(2, True, "random"): (30, 40)}))
+    r = s[s["alpha0"] == 0.01].iloc[0]
+    assert (r.successes, r.trials) == (30, 40)
+    # Wilson 95% interval of 30/40, computed by hand: center (p + z^2/2n)/(1 + z^2/n)
+    z = 1.959963984540054
+    p, n = 0.75, 40
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    assert r.lo == pytest.approx(c - h, abs=1e-12) and r.hi == pytest.approx(c + h, abs=1e-12)
+
+
+# ------------------------------------------------------------------------------ RS formula
+
+
+def test_restart_success_exact_values():
+    N = 10
+    assert ini.restart_success(0, N, 10) == 0.0
+    assert ini.restart_success(N, N, 1) == 1.0
+    assert ini.restart_success(1, N, 10) == 1.0
+    assert ini.restart_success(3, N, 2) == pytest.approx(1 - 21 / 45, abs=1e-15)
+    # r > N - s: every draw of r contains a success
+    assert ini.restart_success(4, N, 7) == 1.0
+    s = np.arange(N + 1)
+    np.testing.assert_allclose(ini.restart_success(s, N, 1), s / N)
+
+
+def test_restart_success_monte_carlo(global_random_seed):
+    """Sampling r of N initializations without replacement, s of them successful.
+
+    200,000 draws per (s, r): the standard error of a frequency is <= sqrt(0.25 / 2e5) = 0.0011,
+    so a tolerance of 0.006 is more than 5 standard errors.
+    """
+    rng = np.random.default_rng(global_random_seed)
+    N, draws = 10, 200_000
+    keys = rng.random((draws, N)).argsort(axis=1)  # uniform random permutations
+    for s in (1, 3, 6):
+        good = keys < s  # the first s indices are the successful initializations
+        for r in (1, 2, 5, 9):
+            mc = good[:, :r].any(axis=1).mean()
+            assert abs(mc - ini.restart_success(s, N, r)) < 0.006, (s, r)
+
+
+def test_restart_success_bad_input():
+    with pytest.raises(ValueError, match="s must be"):
+        ini.restart_success(11, 10, 1)
+    with pytest.raises(ValueError, match="r must be"):
+        ini.restart_success(1, 10, 0)
+    with pytest.raises(ValueError, match="r must be"):
+        ini.restart_success(1, 10, 1.5)
+    with pytest.raises(ValueError, match="n_init"):
+        ini.restart_success(1, 0, 1)
+
+
+def test_restart_curves_needed_restarts():
+    curve, need = ini.restart_curves(np.full(12, 10), 10, rng=0)
+    assert need.est == need.lo == need.hi == 1
+    np.testing.assert_allclose(curve["p"], 1.0)
+    curve, need = ini.restart_curves(np.zeros(12, dtype=int), 10, rng=0)
+    assert need.est == 11  # not within 10
+    # s = 1 in every trial: P(r) = r / 10, first >= 0.9 at r = 9
+    curve, need = ini.restart_curves(np.ones(15, dtype=int), 10, rng=0)
+    assert need.est == need.lo == need.hi == 9
+    np.testing.assert_allclose(curve["p"], np.arange(1, 11) / 10)
+
+
+# ------------------------------------------------------------------------------ RS verdict
+
+
+def _per_init(cells):
+    """Per-init rows: ``cells[(panel, R, sigma)] = list of successes per trial`` (10 inits each)."""
+    rows = []
+    for (panel, R, sigma), counts in cells.items():
+        for t, s in enumerate(counts):
+            for i in range(10):
+                rows.append(dict(panel=panel, R=R, sigma=sigma, trial=t, init=i, ok=i < s,
+                                 ok_text=i < s))
+    return pd.DataFrame(rows)
+
+
+def _rs(cells):
+    c, _ = ini.rs_cell_stats(_per_init(cells), n_boot=500)
+    return ini.rs_verdict(c)
+
+
+def test_rs_verdict_holds():
+    v, info = _rs({("a", 0.5, 0.1): [5] * 20, ("a", 1.0, 0.1): [8] * 20})
+    assert v == HOLDS
+    assert info["r_star"][("a", 0.1)] == 0.5
+
+
+def test_rs_verdict_not_supported():
+    # a deliberately false claim: half the trials succeed with every init, the other half never,
+    # so the single-init success is 0.5 but 10 restarts do not get above ~0.5 either
+    v, info = _rs({("a", 1.0, 0.1): [10] * 10 + [0] * 10})
+    assert v == NOT_SUPPORTED
+    assert "restarts stay below" in info["reason"]
+
+
+def test_rs_verdict_caveat_small_separation():
+    # small R: rare successes, 10 restarts reach only ~0.5 (single-init success small, so this is
+    # "holds only above a separation", not a contradiction); larger R holds
+    v, info = _rs({("a", 0.1, 0.1): [1] * 10 + [0] * 10, ("a", 0.5, 0.1): [4] * 20,
+                   ("a", 1.0, 0.1): [9] * 20})
+    assert v == CAVEAT
+    assert info["r_star"][("a", 0.1)] == 0.5
+
+
+def test_rs_verdict_inconclusive():
+    # too few trials: context only
+    v, _ = _rs({("a", 1.0, 0.1): [9] * 3})
+    assert v == INCONCLUSIVE
+    # even the largest R does not reach 0.9 decisively
+    v, info = _rs({("a", 0.5, 0.1): [1] * 10 + [0] * 10, ("a", 1.0, 0.1): [1] * 10 + [0] * 10})
+    assert v == INCONCLUSIVE and info["r_star"][("a", 0.1)] is None
+
+
+def test_rs_cell_stats_columns_and_errors():
+    c, curves = ini.rs_cell_stats(_per_init({("b", 0.5, 0.1): [3, 4, 5]}), n_boot=200)
+    assert c.iloc[0]["p1"] == pytest.approx(0.4)
+    assert c.iloc[0]["pN"] == 1.0
+    assert list(curves.columns) == ["panel", "R", "sigma", "r", "p", "lo", "hi"]
+    with pytest.raises(ValueError, match="missing"):
+        ini.rs_cell_stats(pd.DataFrame({"panel": ["a"]}))
+
+
+# ------------------------------------------------------------------------------ smoke runs
+
+
+def _check_outputs(r, tmp_path, study_id, columns):
+    assert r.verdict in VERDICTS
+    assert (tmp_path / f"{study_id}_smoke.csv").exists()
+    assert (tmp_path / f"{study_id}_smoke.png").exists()
+    assert (tmp_path / f"{study_id}_smoke.json").exists()
+    table = pd.read_csv(tmp_path / f"{study_id}_smoke.csv")
+    assert set(columns) <= set(table.columns)
+    assert len(r.numbers) <= 16
+    json.loads((tmp_path / f"{study_id}_smoke.json").read_text())
+    return table
+
+
+def test_a0_smoke(tmp_path):
+    r = run_study("A0", preset="smoke", out=tmp_path, store=None)
+    table = _check_outputs(r, tmp_path, "A0", ["k", "trial", "resample", "direction", "alpha0",
+                                                "dist_matched", "success", "misclass0",
+                                                "oracle_all", "oracle_block"])
+    assert set(table["direction"]) == set(ini.A0_DIRECTIONS)
+    assert set(table["k"]) == {2, 4}
+    # 3 trials cannot give a Wilson lower bound of 0.9
+    assert r.verdict in (INCONCLUSIVE, NOT_SUPPORTED)
+
+
+def test_rs_smoke(tmp_path):
+    r = run_study("RS", preset="smoke", out=tmp_path, store=None)
+    table = _check_outputs(r, tmp_path, "RS", ["panel", "R", "sigma", "trial", "init", "ok",
+                                                "ok_text"])
+    assert set(table["panel"]) == {"a", "b"}
+    assert (tmp_path / "RS_smoke_cells.csv").exists()
+
+
+def test_rs_smoke_without_stored_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(ini, "PANEL_A_STORE", tmp_path / "absent")
+    r = run_study("RS", preset="smoke", out=tmp_path, store=None)
+    assert r.verdict == INCONCLUSIVE  # 2 computed trials per cell: context only
+    table = pd.read_csv(tmp_path / "RS_smoke.csv")
+    assert sorted(table[table["panel"] == "a"]["R"].unique()) == [0.25, 0.5, 1.0]
