@@ -300,3 +300,18 @@ def test_records_keep_tiny_numbers(tmp_path):
                    numbers=pd.DataFrame({"p": [9.96e-13, 0.123456789012]}))
     back = StudyResult.from_json(r.to_json())
     assert back.numbers["p"].tolist() == pytest.approx([9.96e-13, 0.123456789012], rel=1e-12)
+
+
+def test_large_tables_are_gzipped_and_read_back(tmp_path, monkeypatch):
+    import mixlinreg.theory._study as st
+
+    ctx = Context("T1", preset="quick", out=tmp_path)
+    df = pd.DataFrame({"x": np.arange(50.0)})
+    small = ctx.write_table(df)
+    assert small.name == "T1_quick.csv"
+    monkeypatch.setattr(st, "GZIP_ABOVE", 10)
+    big = ctx.write_table(df)
+    assert big.name == "T1_quick.csv.gz" and not small.exists()
+    pd.testing.assert_frame_equal(pd.read_csv(big), df)
+    first = big.read_bytes()
+    assert ctx.write_table(df).read_bytes() == first  # reproducible bytes (no timestamp)

@@ -67,6 +67,30 @@ def test_oracle_fit_matches_baseline(global_random_seed):
                                rtol=1e-9, atol=1e-12)
 
 
+def test_known_cluster_gd_matches_ifca_when_clusters_are_obvious(global_random_seed):
+    """With Delta = 20 and sigma = 0.1 no machine is ever misclassified, so IFCA's resampled run
+    started at theta* is exactly the known-cluster gradient descent (independent code paths)."""
+    from mixlinreg.ifca import ifca
+    from mixlinreg.metrics import dist_matched
+
+    gen = np.random.default_rng(global_random_seed)
+    k, d, mpc, n_prime, T = 2, 5, 6, 8, 4
+    ts = ini.simplex_centers(gen, k, d, 20.0)
+    labels = np.repeat(np.arange(k), mpc)
+    X = gen.standard_normal((k * mpc, 2 * T * n_prime, d))
+    y = np.einsum("ind,id->in", X, ts[labels]) + 0.1 * gen.standard_normal(X.shape[:2])
+    res = ifca(X, y, ts, k / 4, n_iter=T, resample=True, trace=True, theta_star=ts, n_threads=1)
+    assert (res.trace.labels[:T] == labels).all()
+    got = ini.known_cluster_gd(X, y, labels, ts, n_prime=n_prime, n_iter=T, lr=k / 4)
+    assert got == pytest.approx(float(dist_matched(res.theta[0], ts)), rel=1e-9)
+    assert got > 0
+    # noise-free data: theta* is a fixed point
+    y0 = np.einsum("ind,id->in", X, ts[labels])
+    assert ini.known_cluster_gd(X, y0, labels, ts, n_prime=n_prime, n_iter=T, lr=k / 4) < 1e-12
+    with pytest.raises(ValueError, match="n_prime"):
+        ini.known_cluster_gd(X, y, labels, ts, n_prime=n_prime + 1, n_iter=T, lr=0.5)
+
+
 def test_a0_trial_is_reproducible():
     kw = dict(k=2, trial=0, d=6, n_prime=4, n_iter=3, m_per_cluster=4, sigma=0.2, delta=1.0,
               alphas=(0.05, 0.3), directions=ini.A0_DIRECTIONS)
@@ -126,6 +150,99 @@ def test_a0_summary_wilson():
     c = (p + z * z / (2 * n)) / (1 + z * z / n)
     h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     assert r.lo == pytest.approx(c - h, abs=1e-12) and r.hi == pytest.approx(c + h, abs=1e-12)
+
+
+def test_newcombe_paired_limits_and_symmetry():
+    z2 = 1.959963984540054 ** 2
+    # every pair succeeds twice: D = 0, half-width = 1 - Wilson lower bound of n/n = z^2/(n + z^2)
+    d, lo, hi = ini.newcombe_paired(40, 0, 0, 0)
+    assert d == 0 and hi == pytest.approx(z2 / (40 + z2), rel=1e-12) and lo == -hi
+    # swapping the two conditions mirrors the interval
+    d1, lo1, hi1 = ini.newcombe_paired(30, 9, 2, 19)
+    d2, lo2, hi2 = ini.newcombe_paired(30, 2, 9, 19)
+    assert d1 == pytest.approx(7 / 60) and d2 == -d1
+    assert lo2 == pytest.approx(-hi1, abs=1e-12) and hi2 == pytest.approx(-lo1, abs=1e-12)
+    assert lo1 < d1 < hi1
+    # vectorized = scalar
+    dv, lov, hiv = ini.newcombe_paired(np.array([30, 40]), np.array([9, 0]), np.array([2, 0]),
+                                       np.array([19, 0]))
+    np.testing.assert_allclose([lov[0], hiv[1]], [lo1, hi], rtol=1e-12)
+    with pytest.raises(ValueError, match="n10"):
+        ini.newcombe_paired(1, -1, 0, 0)
+    with pytest.raises(ValueError, match="n00 >= 1"):
+        ini.newcombe_paired(0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("probs", [(0.70, 0.05, 0.02, 0.23), (0.40, 0.15, 0.15, 0.30)])
+def test_newcombe_paired_coverage(probs, global_random_seed):
+    """Monte Carlo coverage of the 95% interval for n = 300 pairs. 4000 replicates: the standard
+    error of a coverage near 0.95 is sqrt(0.95 * 0.05 / 4000) = 0.0034; Newcombe (1998) reports
+    coverage close to nominal for this method, so [0.93, 0.97] is a 6-standard-error band."""
+    rng = np.random.default_rng(global_random_seed)
+    counts = rng.multinomial(300, probs, size=4000)
+    d, lo, hi = ini.newcombe_paired(*counts.T)
+    true = probs[1] - probs[2]
+    cover = np.mean((lo <= true) & (true <= hi))
+    assert 0.93 <= cover <= 0.97, cover
+
+
+def _cmp_cells(cases, alphas=(0.01, 0.4)):
+    """Cells for a0_compare_verdict: ``cases[(setting, resample, direction)] = (n11, n10, n01,
+    n00)`` counts of the smallest alpha0 against the largest one (k = 2)."""
+    rows = []
+    for (setting, resample, direction), cnt in cases.items():
+        n = sum(cnt)
+        s_ref = cnt[0] + cnt[1]
+        rows.append(dict(setting=setting, k=2, resample=resample, direction=direction,
+                         alpha0=alphas[0], n_both=cnt[0], n_ref_only=cnt[1], n_this_only=cnt[2],
+                         n_neither=cnt[3]))
+        rows.append(dict(setting=setting, k=2, resample=resample, direction=direction,
+                         alpha0=alphas[1], n_both=s_ref, n_ref_only=0, n_this_only=0,
+                         n_neither=n - s_ref))
+    return pd.DataFrame(rows)
+
+
+def test_a0_compare_verdict_rules():
+    easy = {("easy", True, d): (1000, 0, 0, 0) for d in ini.A0_DIRECTIONS}
+    # equal success at both alpha0 (75%, discordant pairs in both directions): holds
+    same = {**easy, **{("hard", True, d): (720, 30, 30, 220) for d in ini.A0_DIRECTIONS}}
+    v, info = ini.a0_compare_verdict(_cmp_cells(same))
+    assert v == HOLDS
+    assert (info["cases"]["hi"] <= 0.1).all() and info["cases"]["informative"].all()
+    # a deliberately false claim: the smallest alpha0 succeeds far less often (75% -> 50%)
+    worse = dict(same)
+    worse[("hard", True, "mixed")] = (480, 270, 20, 230)
+    v, info = ini.a0_compare_verdict(_cmp_cells(worse))
+    assert v == NOT_SUPPORTED and "hard, resampled, mixed" in info["reason"]
+    # the same true drop with only 20 trials: the interval straddles the margin
+    v, _ = ini.a0_compare_verdict(_cmp_cells({("hard", True, "mixed"): (10, 5, 0, 5)}))
+    assert v == INCONCLUSIVE
+    # a small but clear drop (lower bound > 0, upper bound <= 0.1) is not "materially worse"
+    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (700, 50, 10, 240)}))
+    assert v == HOLDS and info["cases"]["lo"].iloc[0] > 0
+    # nothing succeeds even at the largest alpha0: no drop could be seen, so nothing is decided
+    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (0, 0, 0, 1000)}))
+    assert v == INCONCLUSIVE and "informative" in info["reason"]
+    with pytest.raises(ValueError, match="margin"):
+        ini.a0_compare_verdict(_cmp_cells(same), margin=0.0)
+    with pytest.raises(ValueError, match="k=4"):
+        ini.a0_compare_verdict(_cmp_cells(same), k=4)
+
+
+def test_a0_cells_pairs_by_trial():
+    # alpha0 = 0.2 always succeeds; alpha0 = 0.01 succeeds in trials 0..29 of 40
+    s = ini.a0_cells(_a0_rows({(2, True, "random"): (30, 40)}).assign(
+        dist_matched=0.1, sigma=0.25, diverged=False))
+    r = s[s["alpha0"] == 0.01].iloc[0]
+    assert (r.n_both, r.n_ref_only, r.n_this_only, r.n_neither) == (30, 10, 0, 0)
+    assert r["diff"] == pytest.approx(0.25) and r["diff_lo"] < 0.25 < r["diff_hi"]
+    assert r.dist_med == pytest.approx(0.4)
+    ref = s[s["alpha0"] == 0.2].iloc[0]
+    assert (ref["n_both"], ref["diff"]) == (40, 0.0)
+    rows = _a0_rows({(2, True, "random"): (30, 40)}).assign(dist_matched=0.1, sigma=0.25,
+                                                             diverged=False)
+    with pytest.raises(ValueError, match="every alpha0"):
+        ini.a0_cells(rows.iloc[1:])
 
 
 # ------------------------------------------------------------------------------ RS formula
@@ -259,12 +376,20 @@ def _check_outputs(r, tmp_path, study_id, columns):
 
 def test_a0_smoke(tmp_path):
     r = run_study("A0", preset="smoke", out=tmp_path, store=None)
-    table = _check_outputs(r, tmp_path, "A0", ["k", "trial", "resample", "direction", "alpha0",
-                                                "dist_matched", "success", "misclass0",
-                                                "oracle_all", "oracle_block"])
+    table = _check_outputs(r, tmp_path, "A0", ["setting", "k", "resample", "direction", "alpha0",
+                                                "trials", "successes", "p", "lo", "hi",
+                                                "n_both", "n_ref_only", "n_this_only",
+                                                "n_neither", "diff", "diff_lo", "diff_hi",
+                                                "misclass0", "dist_med"])
     assert set(table["direction"]) == set(ini.A0_DIRECTIONS)
     assert set(table["k"]) == {2, 4}
-    # 3 trials cannot give a Wilson lower bound of 0.9
+    assert set(table["setting"]) == set(ini.A0_SETTINGS)
+    assert len(table) == len(ini.A0_SETTINGS) * 2 * 2 * 3 * len(ini.A0_ALPHAS)
+    assert (table["trials"] == 3).all()
+    trials = pd.read_csv(tmp_path / "A0_smoke_trials.csv")
+    assert {"oracle_gd_over_sigma", "oracle_all_over_sigma"} <= set(trials.columns)
+    assert (tmp_path / "A0_smoke_summary.csv").exists()
+    # 3 trials cannot give a difference interval within 0.1 nor a Wilson lower bound of 0.9
     assert r.verdict in (INCONCLUSIVE, NOT_SUPPORTED)
 
 

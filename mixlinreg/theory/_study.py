@@ -10,7 +10,10 @@ tidy table and figure under ``<out>`` and returns a :class:`StudyResult` with th
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import os
+import tempfile
 import json
 import time
 import zlib
@@ -29,6 +32,22 @@ INCONCLUSIVE = "inconclusive"
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
 PRESETS = ("smoke", "quick", "full")
+GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
+
+
+def _atomic_write_bytes(path: Path, data: bytes):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def combine(verdicts):
@@ -223,8 +242,20 @@ class Context:
         return self.out / f"{self.study_id}_{self.preset}{suffix}"
 
     def write_table(self, df: pd.DataFrame, suffix: str = ".csv") -> Path:
+        """Write ``df`` as ``<out>/<ID>_<preset><suffix>``; over 1 MB of CSV, gzip it (``.csv.gz``).
+
+        The gzip file is byte-for-byte reproducible (no timestamp); ``pandas.read_csv`` reads either.
+        Returns the path written; a stale file of the other form is removed.
+        """
         path = self.path(suffix)
-        _atomic_write_text(path, df.to_csv(index=False))
+        text = df.to_csv(index=False)
+        gz = path.with_name(path.name + ".gz")
+        if len(text) > GZIP_ABOVE:
+            _atomic_write_bytes(gz, gzip.compress(text.encode(), mtime=0))
+            path.unlink(missing_ok=True)
+            return gz
+        _atomic_write_text(path, text)
+        gz.unlink(missing_ok=True)
         return path
 
     def save_figure(self, fig, suffix: str = ".png") -> Path:

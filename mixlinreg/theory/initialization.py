@@ -20,6 +20,14 @@ for three placements of the initial models at distance exactly ``(1/2 - alpha0) 
   ``0.7 Delta`` apart, so the first estimate is close to a coin flip at small ``alpha0``: the case
   where Lemma 1's ``alpha^2`` exponent is tight, the hardest start the assumption allows.
 
+It does so in two settings (:data:`A0_SETTINGS`): an easy one where every run succeeds (the absolute
+check: success at the smallest ``alpha0`` is high) and a hard one (``rho = Delta^2/sigma^2 = 2``,
+``n' = 5``) where noisy cluster estimates make part of the runs fail even from ``alpha0 = 0.4``.
+The verdict compares, per (setting, resample, direction) for ``k = 2``, the success at the
+smallest ``alpha0`` with the success at the largest, paired by trial, with Newcombe's interval for
+paired proportions (:func:`newcombe_paired`, :func:`a0_compare_verdict`): a small ``alpha0``
+must not be materially (by more than 0.1) worse.
+
 **RS** (Section 6, first paragraph; the abstract): "for linear models, random initialization with
 a few restarts is sufficient to ensure convergence". At the settings of Figure 2 (a) and (b) (the
 authors' protocol: Bernoulli initializations, three step sizes, 300 iterations, success if the mean
@@ -53,8 +61,10 @@ from ..metrics import dist_matched, dist_nearest, success_authors, success_text
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, pick
 from .stats import Fit
 
-__all__ = ["A0_ALPHAS", "A0_DIRECTIONS", "simplex_centers", "init_mixed", "a0_inits",
-           "oracle_fit", "a0_trial_rows", "a0_summary", "a0_verdict", "restart_success",
+__all__ = ["A0_ALPHAS", "A0_DIRECTIONS", "A0_SETTINGS", "A0_MARGIN", "simplex_centers",
+           "init_mixed", "a0_inits", "oracle_fit", "known_cluster_gd", "a0_trial_rows",
+           "a0_summary", "newcombe_paired", "a0_cells", "a0_compare_verdict", "a0_verdict",
+           "restart_success",
            "restart_curves", "rs_cell_stats", "rs_verdict", "run_a0", "run_rs"]
 
 # ------------------------------------------------------------------------------------------ A0
@@ -69,6 +79,14 @@ A0_TARGET = 0.9
 A0_FLOOR = 0.5
 #: the paper's success threshold, in units of sigma (Section 6.1, text)
 SUCCESS_SIGMAS = 0.6
+#: a drop of success probability larger than this (small vs large alpha0) is "materially worse"
+A0_MARGIN = 0.1
+#: A0's settings: "easy" (every run succeeds: the absolute check) and "hard" (noisy cluster
+#: estimates, so part of the resampled runs fail even from alpha0 = 0.4: the comparison)
+A0_SETTINGS = {
+    "easy": dict(d=40, n_prime=20, n_iter=10, m_per_cluster=20, sigma=0.25, delta=1.0),
+    "hard": dict(d=40, n_prime=5, n_iter=10, m_per_cluster=16, sigma=0.7, delta=1.0),
+}
 
 
 def simplex_centers(gen, k, d, delta):
@@ -212,6 +230,59 @@ def oracle_fit(X, y, labels, k):
     return out
 
 
+def known_cluster_gd(X, y, labels, theta_star, *, n_prime, n_iter, lr):
+    """Final matched error of IFCA's resampled gradient steps when the clusters are known.
+
+    The statistical floor of the resampled runs: the same step ``lr``, the same gradient blocks
+    (iteration ``t`` uses rows ``[(2t + 1) n', (2t + 2) n')`` of every machine), the gradient of
+    ``(x.theta - y)^2`` averaged over the rows of a block and summed over the machines of the
+    cluster, divided by ``m`` (as in :func:`mixlinreg.ifca`), started from ``theta*`` itself and
+    with every machine in its true cluster. Only the noise of the blocks moves the models, so its
+    final distance is what a resampled run can reach at best with perfect cluster estimates.
+
+    Parameters
+    ----------
+    X : array (m, n, d)
+    y : array (m, n)
+    labels : int array (m,)
+        True clusters, values in ``0..k-1`` with ``k = len(theta_star)``.
+    theta_star : array (k, d)
+    n_prime : int
+        Rows per block, ``2 n_iter n_prime <= n``.
+    n_iter : int
+    lr : float
+
+    Returns
+    -------
+    float
+        ``dist_matched`` of the final models (the mean over clusters of their distance).
+
+    References
+    ----------
+    Ghosh et al. (long version), Algorithm 2 with resampling (Section 5); Theorem 1.
+    """
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    theta_star = np.asarray(theta_star, dtype=float)
+    labels = np.asarray(labels)
+    m, n, d = X.shape
+    n_prime = check_int("n_prime", n_prime, low=1)
+    n_iter = check_int("n_iter", n_iter, low=0)
+    if 2 * n_iter * n_prime > n:
+        raise ValueError(f"n_prime must satisfy 2 n_iter n_prime <= n = {n}, got n_prime = "
+                         f"{n_prime}, n_iter = {n_iter}")
+    theta = theta_star.copy()
+    for t in range(n_iter):
+        blk = slice((2 * t + 1) * n_prime, (2 * t + 2) * n_prime)
+        for j in range(theta.shape[0]):
+            idx = np.flatnonzero(labels == j)
+            Xb = X[idx, blk].reshape(-1, d)
+            yb = y[idx, blk].reshape(-1)
+            grad = (2.0 / n_prime) * (Xb.T @ (Xb @ theta[j] - yb)) / m
+            theta[j] -= lr * grad
+    return float(dist_matched(theta, theta_star))
+
+
 def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, delta, alphas,
                   directions):
     """One A0 trial: draw data and initializations, run IFCA with and without resampling.
@@ -229,8 +300,10 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
         One row per (resample, direction, alpha0) with the final matched and nearest distances,
         ``success`` (matched distance ``<= 0.6 sigma``), ``misclass0`` (fraction of machines put in
         a wrong cluster by the first estimate), ``t_hit`` (first iteration at which the matched
-        distance is ``<= 0.6 sigma``), ``diverged`` and the known-cluster oracle errors on all rows
-        (``oracle_all``) and on one block of ``n_prime`` rows per machine (``oracle_block``).
+        distance is ``<= 0.6 sigma``), ``diverged`` and the known-cluster errors: the oracle on all
+        rows (``oracle_all``), on one block of ``n_prime`` rows per machine (``oracle_block``) and
+        the resampled gradient steps with known clusters (``oracle_gd``,
+        :func:`known_cluster_gd`), the floor of the resampled runs.
     """
     m = k * m_per_cluster
     n = 2 * n_iter * n_prime
@@ -243,11 +316,13 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
     blk = slice(n_prime, 2 * n_prime)  # the first gradient block of the resampled run
     orc_blk = float(dist_matched(oracle_fit(X[:, blk], y[:, blk], labels, k), theta_star))
     lr = k / 4.0
+    orc_gd = known_cluster_gd(X, y, labels, theta_star, n_prime=n_prime, n_iter=n_iter, lr=lr)
     thr = SUCCESS_SIGMAS * sigma
     frames = []
     for resample in (True, False):
+        # one numba thread: many small calls, and results do not depend on the thread count
         res = ifca(X, y, init, lr, n_iter=n_iter, resample=resample, trace=True,
-                   theta_star=theta_star, dtype=np.float64)
+                   theta_star=theta_star, dtype=np.float64, n_threads=1)
         dm = dist_matched(res.theta, theta_star)
         dn = dist_nearest(res.theta, theta_star)
         mis0 = (res.trace.labels[0] != labels[None, :]).mean(axis=1)
@@ -269,16 +344,22 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
         rows[name] = value
     rows["oracle_all"] = orc_all
     rows["oracle_block"] = orc_blk
+    rows["oracle_gd"] = orc_gd
     return rows
 
 
+def _setting_keys(rows):
+    return (["setting"] if "setting" in rows.columns else []) + ["k", "resample", "direction"]
+
+
 def a0_summary(rows, confidence=0.95):
-    """Per (k, resample, direction, alpha0): trials, successes, Wilson interval and diagnostics."""
+    """Per (setting, k, resample, direction, alpha0): trials, successes, Wilson interval and
+    diagnostics (``setting`` only when ``rows`` has that column)."""
     need = {"k", "resample", "direction", "alpha0", "trial", "success", "misclass0", "t_hit"}
     missing = need - set(rows.columns)
     if missing:
         raise ValueError(f"rows must have the columns {sorted(need)}, missing {sorted(missing)}")
-    g = rows.groupby(["k", "resample", "direction", "alpha0"], sort=True)
+    g = rows.groupby(_setting_keys(rows) + ["alpha0"], sort=True)
     out = g.agg(trials=("trial", "nunique"), successes=("success", "sum"),
                 misclass0=("misclass0", "mean"), t_hit_median=("t_hit", "median")).reset_index()
     out["successes"] = out["successes"].astype(int)
@@ -287,6 +368,226 @@ def a0_summary(rows, confidence=0.95):
     out["lo"] = lo
     out["hi"] = hi
     return out
+
+
+def newcombe_paired(n11, n10, n01, n00, confidence=0.95):
+    """Newcombe's interval for a difference of paired proportions (square-and-add of Wilson).
+
+    For ``n`` pairs of binary outcomes with ``n11`` (both succeed), ``n10`` (only the first),
+    ``n01`` (only the second) and ``n00`` (neither), the difference ``D = p1 - p2 =
+    (n10 - n01) / n`` has the interval ``[D - delta, D + eps]`` with
+    ``delta = sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)`` and
+    ``eps = sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)``, where ``[l, u]`` are the
+    Wilson intervals of the two margins and ``phi`` is the phi coefficient of the 2 x 2 table with
+    Newcombe's continuity correction (``ad - bc`` reduced by ``n/2`` when it exceeds ``n/2``, set
+    to 0 between 0 and ``n/2``; ``phi = 0`` when a margin is empty). Method 10 of Newcombe (1998).
+
+    Parameters
+    ----------
+    n11, n10, n01, n00 : int or array of int
+        Counts, ``>= 0``, with ``n = n11 + n10 + n01 + n00 >= 1``; broadcast together.
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    diff, lo, hi : float or ndarray
+        ``p1 - p2`` and its interval, clipped to ``[-1, 1]``.
+
+    Examples
+    --------
+    >>> d, lo, hi = newcombe_paired(40, 0, 0, 0)  # 40 pairs, all succeed in both conditions
+    >>> float(d), round(float(lo), 4), round(float(hi), 4)
+    (0.0, -0.0876, 0.0876)
+
+    References
+    ----------
+    Newcombe, R. G. (1998), Improved confidence intervals for the difference between binomial
+    proportions based on paired data, Statistics in Medicine 17, 2635-2650.
+    """
+    c = [np.asarray(v) for v in (n11, n10, n01, n00)]
+    for name, v in zip(("n11", "n10", "n01", "n00"), c):
+        if not np.issubdtype(v.dtype, np.integer) or np.any(v < 0):
+            raise ValueError(f"{name} must be integer counts >= 0, got {v!r}")
+    a, b, cc, d = np.broadcast_arrays(*[v.astype(float) for v in c])
+    n = a + b + cc + d
+    if np.any(n < 1):
+        raise ValueError("newcombe_paired needs n = n11 + n10 + n01 + n00 >= 1")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    s1, s2 = a + b, a + cc
+    p1, p2 = s1 / n, s2 / n
+    l1, u1 = wilson_interval(s1, n, confidence)
+    l2, u2 = wilson_interval(s2, n, confidence)
+    margins = s1 * (cc + d) * s2 * (b + d)
+    B = a * d - b * cc
+    C = np.where(B > n / 2, B - n / 2, np.where(B < 0, B, 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phi = np.where(margins > 0, C / np.sqrt(np.where(margins > 0, margins, 1.0)), 0.0)
+    diff = p1 - p2
+    dl = np.sqrt(np.maximum((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0))
+    du = np.sqrt(np.maximum((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2, 0))
+    lo = np.clip(diff - dl, -1.0, 1.0)
+    hi = np.clip(diff + du, -1.0, 1.0)
+    if diff.ndim == 0:
+        return float(diff), float(lo), float(hi)
+    return diff, lo, hi
+
+
+def a0_cells(rows, confidence=0.95):
+    """A0's tidy per-cell table: one row per (setting, k, resample, direction, alpha0).
+
+    Besides the Wilson interval of the success probability, each cell holds its 2 x 2 table against
+    the *largest* ``alpha0`` of its (setting, k, resample, direction), paired by trial (a trial's
+    runs share the data): ``n_both``, ``n_ref_only`` (success only at the largest ``alpha0``),
+    ``n_this_only``, ``n_neither``, and the difference ``diff = P(largest) - P(this)`` with
+    Newcombe's paired interval ``diff_lo, diff_hi`` (:func:`newcombe_paired`). Also the mean
+    first-estimate misclassification, the median and 90% quantile of the final matched distance in
+    units of sigma, the median first hit of ``0.6 sigma`` and the number of diverged runs.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        Per-run rows (:func:`a0_trial_rows`), with ``setting`` if there are several settings.
+
+    Returns
+    -------
+    DataFrame
+    """
+    need = {"k", "resample", "direction", "alpha0", "trial", "success", "misclass0", "t_hit",
+            "dist_matched", "sigma", "diverged"}
+    missing = need - set(rows.columns)
+    if missing:
+        raise ValueError(f"rows must have the columns {sorted(need)}, missing {sorted(missing)}")
+    keys = _setting_keys(rows)
+    out = []
+    for key, g in rows.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        wide = g.pivot_table(index="trial", columns="alpha0", values="success", aggfunc="first")
+        if wide.isna().any().any():
+            raise ValueError(f"cell {dict(zip(keys, key))} does not have every alpha0 in every "
+                             f"trial: the pairing by trial needs a complete table")
+        wide = wide.astype(bool)
+        a_ref = float(wide.columns.max())
+        ref = wide[a_ref].to_numpy()
+        ds = g["dist_matched"].to_numpy(dtype=float) / g["sigma"].to_numpy(dtype=float)
+        g = g.assign(_ds=ds)
+        for a, h in g.groupby("alpha0", sort=True):
+            this = wide[a].to_numpy()
+            cnt = dict(n_both=int((ref & this).sum()), n_ref_only=int((ref & ~this).sum()),
+                       n_this_only=int((~ref & this).sum()), n_neither=int((~ref & ~this).sum()))
+            diff, dlo, dhi = newcombe_paired(cnt["n_both"], cnt["n_ref_only"],
+                                             cnt["n_this_only"], cnt["n_neither"], confidence)
+            succ = int(h["success"].sum())
+            trials = int(h["trial"].nunique())
+            lo, hi = wilson_interval(succ, trials, confidence)
+            out.append(dict(zip(keys, key), alpha0=float(a), trials=trials, successes=succ,
+                            p=succ / trials, lo=float(lo), hi=float(hi), alpha_ref=a_ref, **cnt,
+                            diff=diff, diff_lo=dlo, diff_hi=dhi,
+                            misclass0=float(h["misclass0"].mean()),
+                            dist_med=float(np.median(h["_ds"])),
+                            dist_q90=float(np.quantile(h["_ds"], 0.9)),
+                            t_hit_median=float(h["t_hit"].median()),
+                            diverged=int(h["diverged"].astype(bool).sum())))
+    return pd.DataFrame(out)
+
+
+def a0_compare_verdict(cells, k=2, margin=A0_MARGIN, confidence=0.95):
+    """A0's comparison rule: is the smallest ``alpha0`` materially worse than the largest?
+
+    For every (setting, resample, direction) of ``k``, the paired difference
+    ``D = P(success | largest alpha0) - P(success | smallest alpha0)`` with Newcombe's interval
+    ``[lo, hi]`` (recomputed from the counts).
+
+    * "not supported" if some case has ``lo > margin``: a small ``alpha0`` is clearly worse;
+    * "inconclusive" if no case is *informative* (the largest ``alpha0``'s success has a Wilson
+      lower bound ``> margin``, so that a drop larger than ``margin`` could be seen at all), or if
+      some case has ``hi > margin`` (the intervals do not exclude a material drop);
+    * "holds" if every case has ``hi <= margin``.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        With columns ``k, resample, direction, alpha0, n_both, n_ref_only, n_this_only,
+        n_neither`` (and ``setting`` if any), as from :func:`a0_cells`: the counts of each cell
+        against the largest ``alpha0`` of its (setting, k, resample, direction).
+    k : int, default 2
+    margin : float, default 0.1
+        The drop in success probability that counts as "materially worse".
+
+    Returns
+    -------
+    verdict : str
+    info : dict
+        ``cases`` (one row per case: the counts, ``p_ref``, ``p_ref_lo``, ``p_min``, ``diff``,
+        ``lo``, ``hi``, ``worse``, ``equal``, ``informative``), ``alpha_min``, ``alpha_ref``,
+        ``reason``.
+
+    References
+    ----------
+    Ghosh et al. (long version), Assumption 1 and its discussion (Section 5.1): "slightly better
+    than random" initialization suffices for k = 2.
+    """
+    need = {"k", "resample", "direction", "alpha0", "n_both", "n_ref_only", "n_this_only",
+            "n_neither"}
+    missing = need - set(cells.columns)
+    if missing:
+        raise ValueError(f"cells must have the columns {sorted(need)}, missing {sorted(missing)}")
+    margin = check_float("margin", margin, low=0.0, high=1.0, low_open=True, high_open=True)
+    sub = cells[cells["k"] == k]
+    if sub.empty:
+        raise ValueError(f"cells has no rows for k={k}")
+    keys = (["setting"] if "setting" in sub.columns else []) + ["resample", "direction"]
+    cases = []
+    for key, g in sub.groupby(keys, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        a_min, a_ref = float(g["alpha0"].min()), float(g["alpha0"].max())
+        if a_min == a_ref:
+            raise ValueError(f"case {dict(zip(keys, key))} has a single alpha0: nothing to compare")
+        r = g[np.isclose(g["alpha0"], a_min)].iloc[0]
+        cnt = [int(r[c]) for c in ("n_both", "n_ref_only", "n_this_only", "n_neither")]
+        n = sum(cnt)
+        diff, lo, hi = newcombe_paired(*cnt, confidence=confidence)
+        s_ref = cnt[0] + cnt[1]
+        p_lo, _ = wilson_interval(s_ref, n, confidence)
+        cases.append(dict(zip(keys, key), alpha_min=a_min, alpha_ref=a_ref, trials=n,
+                          n_both=cnt[0], n_ref_only=cnt[1], n_this_only=cnt[2], n_neither=cnt[3],
+                          p_ref=s_ref / n, p_ref_lo=float(p_lo), p_min=(cnt[0] + cnt[2]) / n,
+                          diff=diff, lo=lo, hi=hi))
+    cases = pd.DataFrame(cases)
+    cases["worse"] = cases["lo"] > margin
+    cases["equal"] = cases["hi"] <= margin
+    cases["informative"] = cases["p_ref_lo"] > margin
+    info = dict(cases=cases, alpha_min=float(cases["alpha_min"].min()),
+                alpha_ref=float(cases["alpha_ref"].max()), margin=margin)
+
+    def name(r):
+        parts = ([r["setting"]] if "setting" in cases.columns else []) + [
+            "resampled" if bool(r["resample"]) else "no resampling", r["direction"]]
+        return ", ".join(str(p) for p in parts)
+
+    def listing(c, most=4):
+        c = c.sort_values("hi", ascending=False)
+        text = "; ".join(f"{name(r)} ({r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}])"
+                         for _, r in c.head(most).iterrows())
+        return text + (f"; and {len(c) - most} more" if len(c) > most else "")
+
+    if cases["worse"].any():
+        bad = cases[cases["worse"]]
+        info["reason"] = ("the smallest alpha0 is clearly worse (difference lower bound > "
+                          f"{margin:g}) in: " + listing(bad))
+        return NOT_SUPPORTED, info
+    if not cases["informative"].any():
+        info["reason"] = ("no case is informative: the success at the largest alpha0 never has a "
+                          f"Wilson lower bound above {margin:g}, so no drop could be seen")
+        return INCONCLUSIVE, info
+    if cases["equal"].all():
+        info["reason"] = (f"every difference has an upper bound <= {margin:g} (largest "
+                          f"{cases['hi'].max():+.3f}, {name(cases.loc[cases['hi'].idxmax()])})")
+        return HOLDS, info
+    und = cases[~cases["equal"]]
+    info["reason"] = (f"the intervals do not exclude a drop larger than {margin:g} in "
+                      f"{len(und)} of {len(cases)} cases: " + listing(und))
+    return INCONCLUSIVE, info
 
 
 def a0_verdict(summary, k=2, target=A0_TARGET, floor=A0_FLOOR):
@@ -352,203 +653,321 @@ def a0_verdict(summary, k=2, target=A0_TARGET, floor=A0_FLOOR):
     return INCONCLUSIVE, info
 
 
-def _a0_figure(summary, directions):
-    """Success against alpha0 (rows k, columns resample) and a bottom row with the first estimate's
-    misclassification rate (the part of Lemma 1 that does depend on alpha0)."""
-    from matplotlib.figure import Figure
+def _rho(cfg):
+    return cfg["delta"] ** 2 / cfg["sigma"] ** 2
 
+
+def _a0_figure(summary, cases, settings, directions, margin):
+    """Success against alpha0, one panel per (setting, k), lines per direction (color) and mode
+    (line style), Wilson bands; bottom row: the paired differences of the verdict (k = 2) and the
+    first estimate's misclassification rate (k = 2, resampled)."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    names = [s for s in settings if s in set(summary["setting"])]
     ks = sorted(summary["k"].unique())
-    fig = Figure(figsize=(10, 3.3 * (len(ks) + 1)))
-    axes = fig.subplots(len(ks) + 1, 2, squeeze=False)
+    ncol = max(2, len(ks))
+    fig = Figure(figsize=(5.2 * ncol, 3.4 * (len(names) + 1)))
+    axes = fig.subplots(len(names) + 1, ncol, squeeze=False)
     colors = dict(zip(A0_DIRECTIONS, ("tab:blue", "tab:red", "tab:purple")))
     markers = dict(zip(A0_DIRECTIONS, ("o", "s", "^")))
-    sizes = dict(zip(A0_DIRECTIONS, (10, 6, 4)))
-    for i, k in enumerate(ks):
-        for j, resample in enumerate((True, False)):
+    sizes = dict(zip(A0_DIRECTIONS, (9, 6, 4)))
+    styles = {True: "-", False: ":"}
+    for i, name in enumerate(names):
+        cfg = settings[name]
+        for j, k in enumerate(ks):
             ax = axes[i, j]
-            s = summary[(summary["k"] == k) & (summary["resample"].astype(bool) == resample)]
-            for direction in directions:
-                c = s[s["direction"] == direction].sort_values("alpha0")
-                if c.empty:
-                    continue
-                # distinct marker sizes: lines on top of each other stay visible
-                ax.plot(c["alpha0"], c["p"], marker=markers.get(direction, "o"), ls="-",
-                        color=colors.get(direction), label=direction,
-                        ms=sizes.get(direction, 4), mfc="none" if direction == "random" else None)
-                ax.fill_between(c["alpha0"], c["lo"], c["hi"], color=colors.get(direction),
-                                alpha=0.12, lw=0)
-            ax.axhline(A0_TARGET, ls="--", color="0.4", lw=1)
+            s = summary[(summary["setting"] == name) & (summary["k"] == k)]
+            for resample in (True, False):
+                for direction in directions:
+                    c = s[(s["resample"].astype(bool) == resample)
+                          & (s["direction"] == direction)].sort_values("alpha0")
+                    if c.empty:
+                        continue
+                    # distinct marker sizes: lines on top of each other stay visible
+                    ax.plot(c["alpha0"], c["p"], styles[resample], marker=markers.get(direction),
+                            color=colors.get(direction), ms=sizes.get(direction, 4),
+                            mfc="none" if direction == "random" else None, lw=1.2)
+                    ax.fill_between(c["alpha0"], c["lo"], c["hi"], color=colors.get(direction),
+                                    alpha=0.10 if resample else 0.05, lw=0)
+            ax.axhline(A0_TARGET, ls="--", color="0.5", lw=0.8)
             ax.set_xscale("log")
             ax.set_ylim(-0.03, 1.03)
             n = int(s["trials"].max()) if len(s) else 0
-            ax.set_title(f"k = {k}, {'resampled (theory)' if resample else 'no resampling'}, "
-                         f"{n} trials", fontsize=10)
+            ax.set_title(f"{name}: k = {k}, sigma = {cfg['sigma']:g} (rho = {_rho(cfg):.3g}), "
+                         f"n' = {cfg['n_prime']}, {cfg['m_per_cluster']} machines/cluster, "
+                         f"{n} trials", fontsize=8.5)
             ax.set_ylabel(r"P(matched dist $\leq 0.6\sigma$)")
+            ax.set_xlabel(r"$\alpha_0$ (init at distance $(1/2-\alpha_0)\Delta$)")
             ax.grid(alpha=0.3)
-    axes[0, 0].legend(title="direction", loc="lower right", fontsize=8)
-    for j, k in enumerate(ks[:2]):
-        ax = axes[len(ks), j]
-        for resample, ls in ((True, "-"), (False, ":")):
-            s = summary[(summary["k"] == k) & (summary["resample"].astype(bool) == resample)]
-            for direction in directions:
-                c = s[s["direction"] == direction].sort_values("alpha0")
-                ax.plot(c["alpha0"], c["misclass0"], ls, marker="o", ms=3,
-                        color=colors.get(direction),
-                        label=f"{direction}, {'resampled' if resample else 'all rows'}")
-        ax.set_xscale("log")
-        ax.set_title(f"k = {k}: machines misclassified by the first estimate", fontsize=10)
-        ax.set_ylabel("fraction of machines")
-        ax.grid(alpha=0.3)
-    axes[len(ks), 0].legend(fontsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel(r"$\alpha_0$ (init at distance $(1/2-\alpha_0)\Delta$)")
+    handles = [Line2D([], [], color=colors[d], marker=markers[d], ms=sizes[d],
+                      mfc="none" if d == "random" else None, label=d) for d in directions]
+    handles += [Line2D([], [], color="0.3", ls="-", label="resampled (theory)"),
+                Line2D([], [], color="0.3", ls=":", label="no resampling")]
+    axes[0, 0].legend(handles=handles, loc="lower right", fontsize=7)
+
+    # paired differences of the verdict
+    ax = axes[-1, 0]
+    c = cases.reset_index(drop=True)
+    x = np.arange(len(c))
+    for i, r in c.iterrows():
+        color = colors.get(r["direction"], "k")
+        ax.errorbar(x[i], r["diff"], yerr=[[r["diff"] - r["lo"]], [r["hi"] - r["diff"]]],
+                    fmt=markers.get(r["direction"], "o"), color=color, capsize=3,
+                    mfc="none" if not bool(r["resample"]) else color)
+    ax.axhline(margin, ls="--", color="tab:red", lw=1)
+    ax.axhline(0, color="0.4", lw=0.8)
+    ax.axhline(-margin, ls=":", color="0.5", lw=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['setting']}\n{'rs' if bool(r['resample']) else 'all'}"
+                        for _, r in c.iterrows()], fontsize=7)
+    a_min = cases["alpha_min"].min() if len(cases) else np.nan
+    a_ref = cases["alpha_ref"].max() if len(cases) else np.nan
+    ax.set_ylabel(f"P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g})")
+    ax.set_title(f"k = 2: paired difference, Newcombe 95% (dashed red: margin {margin:g})\n"
+                 "rs = resampled (filled), all = no resampling (open)", fontsize=8.5)
+    ax.grid(alpha=0.3)
+
+    ax = axes[-1, 1]
+    s = summary[(summary["k"] == 2) & summary["resample"].astype(bool)]
+    for name, ls in zip(names, ("-", "--", "-.", ":")):
+        for direction in directions:
+            c2 = s[(s["setting"] == name) & (s["direction"] == direction)].sort_values("alpha0")
+            ax.plot(c2["alpha0"], c2["misclass0"], ls, marker=markers.get(direction), ms=3,
+                    color=colors.get(direction), label=f"{name}, {direction}")
+    ax.set_xscale("log")
+    ax.set_title("k = 2, resampled: machines misclassified by the first estimate", fontsize=9)
+    ax.set_ylabel("fraction of machines")
+    ax.set_xlabel(r"$\alpha_0$")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6.5, ncol=2)
+    for ax in axes[-1, 2:]:
+        ax.set_visible(False)
     fig.suptitle("A0: success against closeness alpha0 (Wilson 95% bands)")
+    fig.tight_layout()
     return fig
 
 
 def run_a0(ctx: Context):
-    """Study A0: success probability against the closeness ``alpha0`` of Assumption 1.
+    """Study A0: does a start only slightly better than random (small ``alpha0``) hurt IFCA?
 
-    Sizes (per preset): ``Delta = 1``, ``sigma = 0.25`` (``rho = 16``), ``d = 40``, ``n' = 20``
-    rows per block, ``T = 10`` iterations (``n = 2 T n' = 400`` rows per machine), 20 machines
-    per cluster (``p m n' = 400 = 10 d``), ``gamma p = 1/4``. Trials are independent draws of
-    centers, data and initializations (one generator per ``(k, trial)``), shared by the runs with
-    and without resampling (paired).
+    Two settings (:data:`A0_SETTINGS`), both with ``Delta = 1``, ``d = 40``, ``T = 10`` iterations
+    (``n = 2 T n'`` rows per machine) and step ``gamma p = 1/4``:
+
+    * ``"easy"``: ``sigma = 0.25`` (``rho = 16``), ``n' = 20``, 20 machines per cluster: every run
+      succeeds, so it checks the absolute level (the former rule: success lower bound
+      ``>= 0.9`` at the smallest ``alpha0`` with resampling, :func:`a0_verdict`);
+    * ``"hard"``: ``sigma = 0.7`` (``rho = 2.04``), ``n' = 5``, 16 machines per cluster: the
+      machines' cluster estimates are noisy at every iteration, so a part of the resampled runs fail
+      even from ``alpha0 = 0.4`` while the known-cluster floor (:func:`known_cluster_gd`) stays
+      below ``0.6 sigma``; a start that hurts would show here.
+
+    The verdict compares, for ``k = 2``, the success at the smallest ``alpha0`` with the success at
+    the largest, per (setting, resample, direction), paired by trial
+    (:func:`a0_compare_verdict`), combined with the easy setting's absolute rule (the weaker of the
+    two). ``k = 4`` is context. Trials are independent draws of centers, data and initializations
+    (generator ``ctx.rng(k, trial)`` for the easy setting, ``ctx.rng(k, trial, 1)`` for the hard
+    one), shared by all ``alpha0``, directions and both modes.
 
     References
     ----------
     Ghosh et al. (long version): abstract; Assumption 1 and its discussion (Section 5.1); Lemma 1.
     """
-    trials = pick(ctx.preset, smoke=3, quick=60, full=300)
-    cfg = dict(d=40, n_prime=20, n_iter=10, m_per_cluster=20, sigma=0.25, delta=1.0)
+    from ._study import combine
+
+    trials = pick(ctx.preset, smoke=3, quick=300, full=1000)
+    settings = dict(A0_SETTINGS)
+    seed_tag = {"easy": (), "hard": (1,)}
     ks = (2, 4)
     alphas = A0_ALPHAS
     directions = A0_DIRECTIONS
-    chunk = 10
-    ctx.params = dict(cfg, trials=trials, ks=list(ks), alphas=list(alphas),
+    chunk = 25
+    margin = A0_MARGIN
+    ctx.params = dict(settings=settings, trials=trials, ks=list(ks), alphas=list(alphas),
                       directions=list(directions), step="gamma p = 1/4 (lr = k/4)",
-                      success=f"dist_matched <= {SUCCESS_SIGMAS} sigma", chunk=chunk)
+                      success=f"dist_matched <= {SUCCESS_SIGMAS} sigma", chunk=chunk,
+                      seeds={s: ["k", "trial", *v] for s, v in seed_tag.items()},
+                      margin=margin, target=A0_TARGET, floor=A0_FLOOR)
 
-    def compute(k, start, stop):
+    def compute(name, k, start, stop):
         from threadpoolctl import threadpool_limits
 
         # one BLAS thread: the small Gram/matmul calls of a trial otherwise fight over the cores
         with threadpool_limits(limits=1, user_api="blas"):
-            return pd.concat([a0_trial_rows(ctx.rng(k, t), k=k, trial=t, alphas=alphas,
-                                            directions=directions, **cfg)
+            rows = pd.concat([a0_trial_rows(ctx.rng(k, t, *seed_tag[name]), k=k, trial=t,
+                                            alphas=alphas, directions=directions,
+                                            **settings[name])
                               for t in range(start, stop)], ignore_index=True)
+        rows.insert(0, "setting", name)
+        return rows
 
     frames = []
-    for k in ks:
-        for start in range(0, trials, chunk):
-            stop = min(trials, start + chunk)
-            frames.append(ctx.unit(f"k{k}_t{start:04d}-{stop:04d}",
-                                   lambda k=k, a=start, b=stop: compute(k, a, b)))
-    table = pd.concat(frames, ignore_index=True)
-    table_path = ctx.write_table(table)
-    summary = a0_summary(table)
+    for name in settings:
+        for k in ks:
+            for start in range(0, trials, chunk):
+                stop = min(trials, start + chunk)
+                frames.append(ctx.unit(f"{name}_k{k}_t{start:04d}-{stop:04d}",
+                                       lambda n=name, k=k, a=start, b=stop: compute(n, k, a, b)))
+    runs = pd.concat(frames, ignore_index=True)
+    runs["resample"] = runs["resample"].astype(bool)
+    runs["success"] = runs["success"].astype(bool)
+    cells = a0_cells(runs)
+    table_path = ctx.write_table(cells.round(6))
+    summary = a0_summary(runs)
     ctx.write_table(summary, "_summary.csv")
-    fig_path = ctx.save_figure(_a0_figure(summary, directions))
+    per_trial = runs.drop_duplicates(["setting", "k", "trial"])[
+        ["setting", "k", "trial", "sigma", "oracle_all", "oracle_block", "oracle_gd"]].copy()
+    for col in ("oracle_all", "oracle_block", "oracle_gd"):
+        per_trial[col + "_over_sigma"] = (per_trial[col] / per_trial["sigma"]).round(4)
+        per_trial = per_trial.drop(columns=col)
+    ctx.write_table(per_trial, "_trials.csv")
 
-    verdict, info = a0_verdict(summary, k=2)
-    a_min = info["alpha0"]
-    sigma = cfg["sigma"]
+    v_cmp, cinfo = a0_compare_verdict(cells, k=2, margin=margin)
+    cases = cinfo["cases"]
+    easy = summary[summary["setting"] == "easy"].drop(columns="setting")
+    v_abs, ainfo = a0_verdict(easy, k=2)
+    verdict = combine([v_cmp, v_abs])
+    fig_path = ctx.save_figure(_a0_figure(summary, cases, settings, directions, margin))
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
 
-    # deciding numbers: smallest alpha0, both k, both modes, every direction; oracle errors
+    # ---------------------------------------------------------------- deciding numbers
     rows = []
-    for k in ks:
-        s = summary[(summary["k"] == k) & np.isclose(summary["alpha0"], a_min)]
-        for r in s.itertuples(index=False):
-            rows.append(dict(quantity="P(success)", k=k,
-                             resample="yes" if r.resample else "no", direction=r.direction,
-                             alpha0=a_min, estimate=r.p, lo=r.lo, hi=r.hi, trials=r.trials))
-    orc = table.drop_duplicates(["k", "trial"])
-    for k in ks:
-        o = orc[orc["k"] == k]
-        for col, label in (("oracle_all", "oracle error / sigma, all n rows"),
-                           ("oracle_block", "oracle error / sigma, one block of n' rows")):
-            v = o[col].to_numpy() / sigma
-            rows.append(dict(quantity=label, k=k, resample="", direction="", alpha0=np.nan,
-                             estimate=float(v.mean()), lo=float(v.min()), hi=float(v.max()),
-                             trials=int(v.size)))
+    for r in cases.itertuples(index=False):
+        rows.append(dict(
+            quantity=f"P(a0={a_ref:g}) - P(a0={a_min:g}), k=2", setting=r.setting,
+            resample="yes" if r.resample else "no", direction=r.direction, estimate=r.diff,
+            lo=r.lo, hi=r.hi, trials=r.trials,
+            detail=(f"P({a_ref:g}) = {r.p_ref:.3f}, P({a_min:g}) = {r.p_min:.3f}; only "
+                    f"{a_ref:g}: {r.n_ref_only}, only {a_min:g}: {r.n_this_only}")))
+    floors = {}
+    for name, cfg in settings.items():
+        o = per_trial[(per_trial["setting"] == name) & (per_trial["k"] == 2)]
+        v = o["oracle_gd_over_sigma"].to_numpy()
+        floors[name] = v
+        rows.append(dict(
+            quantity="known-cluster resampled GD error / sigma, k=2", setting=name, resample="yes",
+            direction="(known clusters)", estimate=float(v.mean()),
+            lo=float(np.quantile(v, 0.05)), hi=float(np.quantile(v, 0.95)), trials=int(v.size),
+            detail=(f"mean [5%, 95%] over trials; max {v.max():.3f}; <= {SUCCESS_SIGMAS:g} "
+                    f"sigma in {(v <= SUCCESS_SIGMAS).mean():.3f} of trials; oracle on all rows "
+                    f"{o['oracle_all_over_sigma'].mean():.3f}")))
     numbers = pd.DataFrame(rows)
 
-    def p_fmt(k, resample, direction, alpha=a_min):
-        r = summary[(summary["k"] == k) & (summary["resample"].astype(bool) == resample)
+    # ---------------------------------------------------------------- summary
+    def p_cell(name, k, resample, direction, alpha):
+        r = summary[(summary["setting"] == name) & (summary["k"] == k)
+                    & (summary["resample"].astype(bool) == resample)
                     & (summary["direction"] == direction) & np.isclose(summary["alpha0"], alpha)]
-        r = r.iloc[0]
+        return r.iloc[0]
+
+    def p_fmt(name, k, resample, direction, alpha):
+        r = p_cell(name, k, resample, direction, alpha)
         return f"{r.successes}/{r.trials} = {r.p:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
 
-    k2rs = summary[(summary["k"] == 2) & summary["resample"].astype(bool)]
-    k4 = summary[summary["k"] == 4]
-    o2 = orc[orc["k"] == 2]
-    worst_k2 = k2rs.loc[k2rs["p"].idxmin()]
-    worst_k4 = k4.loc[k4["p"].idxmin()]
-    mis = summary[(summary["k"] == 2) & summary["resample"].astype(bool)
-                  & np.isclose(summary["alpha0"], a_min)].set_index("direction")["misclass0"]
-    n_all = int(o2["n"].iloc[0])
+    def d_fmt(r):
+        return f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
 
-    def lowest(what, w, mode=False):
-        if w["p"] >= 1.0:
-            return (f"Every {what} (alpha0, direction) point succeeded in all its {w['trials']} "
-                    f"trials.")
-        where = f"{w['direction']}, alpha0 = {w['alpha0']:g}"
-        if mode:
-            where += ", resampled" if w["resample"] else ", no resampling"
-        return (f"Lowest {what} success over all alpha0 and directions: "
-                f"{w['successes']}/{w['trials']} ({where}).")
-    p_mixed = summary[(summary["k"] == 2) & summary["resample"].astype(bool)
-                      & (summary["direction"] == "mixed")
-                      & np.isclose(summary["alpha0"], a_min)]["p"]
-    if "mixed" in mis.index and len(p_mixed):
-        recover = (f"; with that first step the resampled runs still succeed in "
-                   f"{float(p_mixed.iloc[0]):.2f} of the trials (mixed)")
-    else:
-        recover = ""
-    orc_max = max(o2["oracle_all"].max(), o2["oracle_block"].max()) / sigma
-    orc_cmp = ("below" if orc_max < SUCCESS_SIGMAS else "NOT below")
+    def describe(name):
+        cfg = settings[name]
+        return (f"{name}: sigma = {cfg['sigma']:g} (rho = Delta^2/sigma^2 = {_rho(cfg):.3g}), "
+                f"n' = {cfg['n_prime']} (n = {2 * cfg['n_iter'] * cfg['n_prime']}), "
+                f"{cfg['m_per_cluster']} machines per cluster")
+
+    hard_rs = cases[(cases["setting"] == "hard") & cases["resample"].astype(bool)]
+    hard_txt = "; ".join(f"{r['direction']}: P({a_ref:g}) = {r['p_ref']:.2f}, P({a_min:g}) = "
+                         f"{r['p_min']:.2f}, difference {d_fmt(r)}"
+                         for _, r in hard_rs.iterrows())
+    worst = cases.loc[cases["hi"].idxmax()]
+    floor_txt = "; ".join(
+        f"{n}: mean {v.mean():.3f} sigma, max {v.max():.3f} sigma, <= {SUCCESS_SIGMAS:g} sigma in "
+        f"{(v <= SUCCESS_SIGMAS).mean():.1%} of the trials" for n, v in floors.items())
+    floor_ok = all((v <= SUCCESS_SIGMAS).mean() >= 0.95 for v in floors.values())
+    mis = summary[(summary["setting"] == "hard") & (summary["k"] == 2)
+                  & summary["resample"].astype(bool) & (summary["direction"] == "mixed")]
+    mis_min = float(mis[np.isclose(mis["alpha0"], a_min)]["misclass0"].iloc[0]) if len(mis) \
+        else np.nan
+    mis_ref = float(mis[np.isclose(mis["alpha0"], a_ref)]["misclass0"].iloc[0]) if len(mis) \
+        else np.nan
+
+    k4 = cells[(cells["k"] == 4) & cells["resample"].astype(bool)]
+    k4_txt = []
+    for name in settings:
+        c = k4[k4["setting"] == name]
+        if c.empty:
+            continue
+        cr = c[np.isclose(c["alpha0"], c["alpha_ref"])]
+        cm = c[np.isclose(c["alpha0"], c["alpha0"].min())]
+        k4_txt.append(f"{name}: P({a_ref:g}) {cr['p'].min():.2f}-{cr['p'].max():.2f}, "
+                      f"P({a_min:g}) {cm['p'].min():.2f}-{cm['p'].max():.2f}, differences "
+                      f"{cm['diff'].min():+.3f} to {cm['diff'].max():+.3f} over the directions")
+    abs_txt = ", ".join(f"{d} {p_fmt('easy', 2, True, d, ainfo['alpha0'])}" for d in directions)
+    verdict_expl = {
+        HOLDS: "both parts hold",
+        CAVEAT: "the comparison holds but the easy setting's absolute rule only with a caveat",
+        INCONCLUSIVE: "at least one part does not decide",
+        NOT_SUPPORTED: "at least one part contradicts the claim",
+    }[verdict]
     summary_text = (
         f"Success = final one-to-one matched distance <= {SUCCESS_SIGMAS:g} sigma (the paper's "
-        f"text rule) after T = {cfg['n_iter']} iterations; Delta = {cfg['delta']:g}, "
-        f"sigma = {sigma:g} (rho = {cfg['delta'] ** 2 / sigma ** 2:g}), d = {cfg['d']}, "
-        f"{cfg['m_per_cluster']} machines per cluster, n' = {cfg['n_prime']} (n = {n_all}), step "
-        f"gamma p = 1/4 in both modes; {trials} independent trials per point, Wilson 95% "
-        f"intervals. k = 2 at the smallest alpha0 = {a_min:g} with resampling: random "
-        f"{p_fmt(2, True, 'random')}, adversarial {p_fmt(2, True, 'adversarial')}, mixed "
-        f"{p_fmt(2, True, 'mixed')}; without resampling: random {p_fmt(2, False, 'random')}, "
-        f"adversarial {p_fmt(2, False, 'adversarial')}, mixed {p_fmt(2, False, 'mixed')}. "
-        f"Verdict rule: holds if the lower bound is >= {A0_TARGET:g} in every direction with "
-        f"resampling, not supported if an upper bound is < {A0_FLOOR:g}: {info['reason']}. "
-        + lowest("k = 2 resampled", worst_k2) +
-        f" The first cluster estimate (resampled, alpha0 = {a_min:g}) "
-        f"misclassifies a fraction {mis.get('random', np.nan):.3f} (random), "
-        f"{mis.get('adversarial', np.nan):.3f} (adversarial), {mis.get('mixed', np.nan):.3f} "
-        f"(mixed) of all machines{recover}. Known-cluster oracle error (k = 2, mean over trials): "
-        f"{o2['oracle_all'].mean() / sigma:.3f} sigma on all rows, "
-        f"{o2['oracle_block'].mean() / sigma:.3f} sigma on one block of n' rows (what one "
-        f"resampled step sees); the largest over trials, {orc_max:.3f} sigma, is {orc_cmp} "
-        f"{SUCCESS_SIGMAS:g} sigma. Context, k = 4 (no claim in the paper): "
-        + lowest("k = 4, both modes,", worst_k4, mode=True)
-        + f" At alpha0 = {a_min:g} resampled: random {p_fmt(4, True, 'random')}, adversarial "
-        f"{p_fmt(4, True, 'adversarial')}, mixed {p_fmt(4, True, 'mixed')}."
+        f"text rule) after T = 10 iterations, Delta = 1, d = 40, step gamma p = 1/4 in both "
+        f"modes, {trials} independent trials per (setting, k), each trial's data shared by every "
+        f"alpha0, direction and mode. Settings: {describe('easy')}; {describe('hard')}. "
+        f"Rule (k = 2): in each of the {len(cases)} cases (setting x resample x direction) the "
+        f"paired difference P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g}) with Newcombe's 95% "
+        f"interval; not supported if some lower bound is > {margin:g} (a small alpha0 clearly "
+        f"worse), holds if every upper bound is <= {margin:g} and the easy setting's absolute rule "
+        f"holds (Wilson lower bound >= {A0_TARGET:g} at alpha0 = {ainfo['alpha0']:g} with "
+        f"resampling in every direction, not supported below {A0_FLOOR:g}), inconclusive if an "
+        f"interval straddles {margin:g}; the verdict is the weaker of the two parts. "
+        f"Comparison: {v_cmp} ({cinfo['reason']}). Hard setting, k = 2, resampled: {hard_txt}. "
+        f"Largest upper bound over all cases: {d_fmt(worst)} ({worst['setting']}, "
+        f"{'resampled' if bool(worst['resample']) else 'no resampling'}, {worst['direction']}). "
+        + (f"The smallest alpha0 is detectably (lower bound > 0) but not materially worse in "
+           f"{int((cases['lo'] > 0).sum())} of the {len(cases)} cases (largest difference "
+           f"{cases['diff'].max():+.3f}). " if (cases["lo"] > 0).any() and v_cmp == HOLDS else "")
+        + f"Absolute rule (easy, k = 2, resampled, alpha0 = {ainfo['alpha0']:g}): {v_abs} "
+        f"({ainfo['reason']}; {abs_txt}). Overall: {verdict_expl}. "
+        f"The start does matter at first: in the hard setting the first cluster estimate "
+        f"(mixed placement, resampled) misclassifies {mis_min:.3f} of the machines at alpha0 = "
+        f"{a_min:g} against {mis_ref:.3f} at {a_ref:g}. Known-cluster floor of the resampled runs "
+        f"(same steps and blocks, true clusters): {floor_txt}"
+        + (f", so the {SUCCESS_SIGMAS:g} sigma rule measures the cost of wrong cluster estimates, "
+           f"not a statistical floor. " if floor_ok else
+           f"; the floor itself misses {SUCCESS_SIGMAS:g} sigma in more than 5% of some "
+           f"setting's trials, so failures there are partly statistical. ")
+        + "Context, k = 4 (no claim in the paper), resampled: " + "; ".join(k4_txt) + "."
     )
-    req = ((cfg["delta"] ** 2 / sigma ** 2 + 1) / (a_min * cfg["delta"] ** 2 / sigma ** 2)) ** 2 \
-        * math.log(2 * cfg["m_per_cluster"])
     caveats = [
-        "One setting of (d, n', m, sigma): the claim is about the initialization; the sizes are "
-        "chosen so that the statistical floor (oracle error) is well below the success threshold, "
-        "so a failure would be due to the start, not to too little data.",
-        f"Assumption 2 asks n' >~ ((rho + 1)/(alpha0 rho))^2 log m, whose constant-free value at "
-        f"alpha0 = {a_min:g} is {req:.3g} here, against n' = {cfg['n_prime']} "
-        f"({req / cfg['n_prime']:.0f} times more): the runs are outside the sufficient condition "
-        "(up to its unknown constant), so they test whether the condition is needed in this "
-        "setting, not the theorem's constants.",
+        f"The hard setting's failures come from noisy cluster estimates at every iteration (they "
+        f"occur at alpha0 = {a_ref:g} too); the comparison asks whether a start at the "
+        f"assumption's boundary adds to them. Its parameters were chosen by a few exploratory "
+        f"runs so that P(alpha0 = {a_ref:g}) is clearly below 1 for k = 2 with resampling.",
+        f"Paired by trial: the runs at alpha0 = {a_min:g} and {a_ref:g} of a trial share centers "
+        f"and data (not the initial directions), so Newcombe's paired interval is used; the margin "
+        f"{margin:g} for 'materially worse' is a choice of this study, not the paper's.",
+    ]
+    for name, cfg in settings.items():
+        rho = _rho(cfg)
+        req = ((rho + 1) / (a_min * rho)) ** 2 * math.log(2 * cfg["m_per_cluster"])
+        caveats.append(
+            f"Assumption 2 asks n' >~ ((rho + 1)/(alpha0 rho))^2 log m, whose constant-free value "
+            f"at alpha0 = {a_min:g} is {req:.3g} in the {name} setting, against n' = "
+            f"{cfg['n_prime']}: the runs are far outside the sufficient condition (up to its "
+            "unknown constant), so they test whether it is needed, not the theorem's constants.")
+    caveats += [
         "The 'mixed' placement (model 0 orthogonal, the others adversarial) is defined in this "
         "study, not by the paper: the adversarial placement of init_close keeps the two models "
         "2 alpha0 Delta apart, which makes the noise of the machines' comparison shrink with "
         "alpha0 as well, so it is not the hardest start for the first cluster estimate.",
-        "Without resampling the step is the same gamma p = 1/4 (no step sweep as in Section 6).",
-        "k = 4 is context only; the paper's 'slightly better than random' remark is about k = 2.",
+        "Without resampling the step is the same gamma p = 1/4 (no step sweep as in Section 6); "
+        "the hard setting then uses all n rows per machine and every run succeeds, so its "
+        "no-resampling cases say little.",
+        "k = 4 is context only; the paper's 'slightly better than random' remark is about k = 2. "
+        "In the hard setting k = 4 fails from every start (the cluster estimates are too noisy "
+        "with 3 competitors), so its differences carry no information.",
+        "The table has one row per (setting, k, resample, direction, alpha0) with the counts "
+        "paired against the largest alpha0; the per-run rows stay in the unit store, the "
+        "per-trial oracle errors are in the _trials table.",
     ]
     return ctx.result(
         title="Assumption 1: slightly better than random suffices (k = 2)",
