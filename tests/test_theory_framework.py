@@ -174,9 +174,15 @@ def test_unit_store_resumes_without_recomputing(tmp_path):
     ctx = Context("L1", preset="smoke", out=tmp_path / "out", store=tmp_path / "store")
     ctx.params = {"a": 1}
     first = ctx.unit("u0", compute)
-    again = Context("L1", preset="smoke", out=tmp_path / "out", store=tmp_path / "store",
-                    params={"a": 1}).unit("u0", compute)
+    ctx2 = Context("L1", preset="smoke", out=tmp_path / "out", store=tmp_path / "store",
+                   params={"a": 1})
+    again = ctx2.unit("u0", compute)
     assert len(calls) == 1
+    assert (ctx.units_computed, ctx.units_resumed) == (1, 0)
+    assert (ctx2.units_computed, ctx2.units_resumed) == (0, 1)
+    r = ctx2.result(title="t", claim="c", location="l", verdict=HOLDS, summary="s",
+                    numbers=pd.DataFrame())
+    assert r.units_resumed == 1
     pd.testing.assert_frame_equal(first, again)
     # other params: another folder, computed again
     Context("L1", preset="smoke", store=tmp_path / "store", params={"a": 2}).unit("u0", compute)

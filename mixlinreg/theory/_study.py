@@ -96,7 +96,10 @@ class StudyResult:
     figure : str
         Path of the PNG.
     preset, seed, seconds, command
-        How it was made.
+        How it was made (``seconds``: wall time of the run that wrote the record).
+    units_computed, units_resumed
+        Units computed in that run and units read back from the resumable store (computed by an
+        earlier, interrupted run, whose time ``seconds`` does not include).
     """
 
     id: str
@@ -113,6 +116,8 @@ class StudyResult:
     seed: int = 0
     seconds: float = float("nan")
     command: str = ""
+    units_computed: int = 0
+    units_resumed: int = 0
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -183,6 +188,8 @@ class Context:
     n_jobs: int = 1
     progress: bool = False
     params: dict = field(default_factory=dict)
+    units_computed: int = 0
+    units_resumed: int = 0
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def __post_init__(self):
@@ -225,8 +232,10 @@ class Context:
         if folder is not None:
             path = folder / f"{name}.csv"
             if path.exists():
+                self.units_resumed += 1
                 return pd.read_csv(path)
         df = compute()
+        self.units_computed += 1
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"unit {name!r} must return a pandas DataFrame, got {type(df).__name__}")
         if folder is not None:
@@ -272,6 +281,8 @@ class Context:
         kw.setdefault("preset", self.preset)
         kw.setdefault("seed", int(self.seed))
         kw.setdefault("seconds", round(self.elapsed(), 1))
+        kw.setdefault("units_computed", self.units_computed)
+        kw.setdefault("units_resumed", self.units_resumed)
         kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
                       + (f" --seed {self.seed}" if self.seed else ""))
         for key in ("table", "figure"):

@@ -97,8 +97,9 @@ def render(results: dict, base: Path, missing=()) -> str:
         "|---|---|---|---|---|",
     ]
     for sid, r in results.items():
+        secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
         out.append(f"| [{sid}](#{sid.lower()}) | {STUDIES[sid][2]} | **{r.verdict}** | {r.preset} "
-                   f"| {r.seconds:.0f} |")
+                   f"| {secs} |")
     for sid in missing:
         out.append(f"| {sid} | {STUDIES[sid][2]} | not run | | |")
     out.append("")
@@ -112,7 +113,9 @@ def render(results: dict, base: Path, missing=()) -> str:
             "",
             f"*Verdict*: **{r.verdict}**",
             "",
-            f"*Command*: `{r.command}` (preset `{r.preset}`, seed {r.seed}, {r.seconds:.0f} s)",
+            f"*Command*: `{r.command}` (preset `{r.preset}`, seed {r.seed}, {r.seconds:.0f} s"
+            + (f"; {r.units_resumed} of {r.units_computed + r.units_resumed} units resumed from "
+               "the store, their time not included" if r.units_resumed else "") + ")",
             "",
             r.summary.strip(),
             "",
