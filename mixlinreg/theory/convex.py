@@ -520,7 +520,8 @@ def run_t2(ctx: Context):
     verdict = combine(fits["verdict"].tolist())
     ok = fits["factor"].notna()
     numbers = pd.DataFrame({
-        "loss": fits["loss"], "p_j": fits["p_j"].round(3), "n_prime": fits["n_prime"],
+        "loss": fits["loss"], "cluster": fits["cluster"], "p_j": fits["p_j"].round(3),
+        "n_prime": fits["n_prime"],
         "measured factor [95% CI]": [
             Fit(r.factor, r.lo, r.hi, r.seeds_used).fmt() if np.isfinite(r.factor) else "n/a"
             for r in fits.itertuples()],
