@@ -718,9 +718,14 @@ def _d1_experiments(ctx, spec):
     return exps
 
 
-def _run_scale(exp, out_dir, n_jobs):
+def _run_scale(exp, out_dir, n_jobs, ctx=None):
+    from ..harness.store import ResultStore
     from ..harness.sweep import run_experiment
 
+    if ctx is not None:  # harness units finished by an earlier run count as resumed
+        before = len(ResultStore(out_dir, exp).done())
+        ctx.units_resumed += before
+        ctx.units_computed += len(exp.units()) - before
     store, _ = run_experiment(exp, out_dir, n_jobs=n_jobs, progress=False)
     rows = store.table()
     per = trial_success(rows, exp.protocol["success_plus"])
@@ -986,7 +991,7 @@ def run_d1(ctx):
         harness_dir = Path(ctx.store) / f"{ctx.study_id}-harness"
     try:
         per_scale = pd.concat([ctx.unit(f"scale={s}", lambda e=e: _run_scale(e, harness_dir,
-                                                                            ctx.n_jobs))
+                                                                            ctx.n_jobs, ctx))
                                for s, e in exps.items()], ignore_index=True)
     finally:
         if tmp is not None:
