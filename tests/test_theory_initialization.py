@@ -58,12 +58,12 @@ def test_init_mixed_bad_input():
         ini.a0_inits(ts, [0.1], ["sideways"], np.random.default_rng(0))
 
 
-def test_oracle_fit_matches_baseline(global_random_seed):
+def test_oracle_theta_matches_baseline(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     X = rng.standard_normal((6, 30, 5))
     y = rng.standard_normal((6, 30))
     labels = np.array([0, 1, 0, 1, 1, 0])
-    np.testing.assert_allclose(ini.oracle_fit(X, y, labels, 2), oracle(X, y, labels).theta,
+    np.testing.assert_allclose(ini.oracle_theta(X, y, labels, 2), oracle(X, y, labels).theta,
                                rtol=1e-9, atol=1e-12)
 
 

@@ -235,3 +235,9 @@ def test_c1_smoke(tmp_path):
     _check_run(res, tmp_path, "C1", ["factor", "level", "seed", "plateau", "oracle_rms",
                                      "iters_to_2eps", "mis_window", "stationary_pred"])
     assert res.numbers["what"].str.contains("exponent of eps in p").any()
+
+
+def test_oracle_theta_refuses_rank_deficient_clusters():
+    X = np.zeros((4, 2, 5))
+    with pytest.raises(ValueError, match="fewer than d = 5"):
+        L.oracle_theta(X, np.zeros((4, 2)), np.array([0, 0, 1, 1]), 2)

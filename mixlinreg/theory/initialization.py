@@ -59,10 +59,11 @@ from ..harness.success import wilson_interval
 from ..ifca import ifca
 from ..metrics import dist_matched, dist_nearest, success_authors, success_text
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, pick
+from .linear import oracle_theta
 from .stats import Fit
 
 __all__ = ["A0_ALPHAS", "A0_DIRECTIONS", "A0_SETTINGS", "A0_MARGIN", "simplex_centers",
-           "init_mixed", "a0_inits", "oracle_fit", "known_cluster_gd", "a0_trial_rows",
+           "init_mixed", "a0_inits", "known_cluster_gd", "a0_trial_rows",
            "a0_summary", "newcombe_paired", "a0_cells", "a0_compare_verdict", "a0_verdict",
            "restart_success",
            "restart_curves", "rs_cell_stats", "rs_verdict", "run_a0", "run_rs"]
@@ -204,32 +205,6 @@ def _first_hit(dist_t, threshold):
     return first
 
 
-def oracle_fit(X, y, labels, k):
-    """Known-cluster least squares through the normal equations (full column rank needed).
-
-    The same estimator as :func:`mixlinreg.baselines.oracle` with ``l2 = 0`` when every cluster has
-    at least ``d`` rows in general position, computed from per-cluster Gram matrices (much faster
-    than ``lstsq`` on the stacked rows for the tall problems of A0).
-
-    Returns
-    -------
-    ndarray (k, d)
-    """
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    labels = np.asarray(labels)
-    m, n, d = X.shape
-    out = np.empty((k, d))
-    for j in range(k):
-        idx = np.flatnonzero(labels == j)
-        if idx.size * n < d:
-            raise ValueError(f"cluster {j} has {idx.size * n} rows, fewer than d = {d}: use "
-                             f"mixlinreg.baselines.oracle (minimum-norm) instead")
-        Xj = X[idx].reshape(-1, d)
-        out[j] = np.linalg.solve(Xj.T @ Xj, Xj.T @ y[idx].reshape(-1))
-    return out
-
-
 def known_cluster_gd(X, y, labels, theta_star, *, n_prime, n_iter, lr):
     """Final matched error of IFCA's resampled gradient steps when the clusters are known.
 
@@ -312,9 +287,9 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
     labels = np.repeat(np.arange(k), m_per_cluster)
     y = np.einsum("ind,id->in", X, theta_star[labels]) + sigma * gen.standard_normal((m, n))
     init, meta = a0_inits(theta_star, alphas, directions, gen)
-    orc_all = float(dist_matched(oracle_fit(X, y, labels, k), theta_star))
+    orc_all = float(dist_matched(oracle_theta(X, y, labels, k), theta_star))
     blk = slice(n_prime, 2 * n_prime)  # the first gradient block of the resampled run
-    orc_blk = float(dist_matched(oracle_fit(X[:, blk], y[:, blk], labels, k), theta_star))
+    orc_blk = float(dist_matched(oracle_theta(X[:, blk], y[:, blk], labels, k), theta_star))
     lr = k / 4.0
     orc_gd = known_cluster_gd(X, y, labels, theta_star, n_prime=n_prime, n_iter=n_iter, lr=lr)
     thr = SUCCESS_SIGMAS * sigma

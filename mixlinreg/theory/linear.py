@@ -313,6 +313,9 @@ def oracle_theta(X, y, labels, k):
         sel = labels == j
         if not sel.any():
             raise ValueError(f"labels must use every cluster 0..{k - 1}, cluster {j} is empty")
+        if sel.sum() * X.shape[1] < d:
+            raise ValueError(f"cluster {j} has {sel.sum() * X.shape[1]} rows, fewer than d = {d}: "
+                             "use mixlinreg.baselines.oracle (minimum-norm) instead")
         Xj = X[sel].reshape(-1, d)
         out[j] = np.linalg.solve(Xj.T @ Xj, Xj.T @ y[sel].reshape(-1))
     return out
