@@ -152,13 +152,14 @@ def _target_columns(i, act, na, k, asg, use_part, part, it):
 def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
              code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
              do_update, model_avg, local_steps, use_part, part, it,
-             Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, gsum, cnt):
+             Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, keep_all, lall_out, gsum, cnt):
     """Process one machine for all active runs: losses, assignment and (optionally) its update.
 
     Writes the assignment and minimum loss of run ``act[a]`` into ``asg_out[act[a], i]`` and
-    ``lmin_out[act[a], i]``; when ``do_update`` and the machine participates, adds its gradient
-    (option I) or its local model (option II) into column ``a*k + j`` of ``gsum`` (d, nap*k) and
-    counts it in ``cnt[a, j]``.
+    ``lmin_out[act[a], i]`` and, with ``keep_all``, the data part of every model's loss (without
+    the ridge penalty) into ``lall_out[act[a], i, :]``; when ``do_update`` and the machine
+    participates, adds its gradient (option I) or its local model (option II) into column
+    ``a*k + j`` of ``gsum`` (d, nap*k) and counts it in ``cnt[a, j]``.
     """
     d = ThT.shape[0]
     W = nap * k
@@ -179,7 +180,7 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
         for a in range(na):
             cc = cv[yidx[act[a]], i]
             for j in range(k):
-                L[a, j] = (L[a, j] + cc) / n_all + pen[a, j]
+                L[a, j] = (L[a, j] + cc) / n_all
     else:
         Xe = X[i, e0:e0 + ne]
         P = Pflat[: ne * W].reshape((ne, W))
@@ -194,10 +195,14 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                     L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
         for a in range(na):
             for j in range(k):
-                L[a, j] = L[a, j] / ne + pen[a, j]
+                L[a, j] = L[a, j] / ne
+    # L holds the data part of each loss; bitwise equal models share the lower model's value
     for a in range(na):
         for j in range(k):
             L[a, j] = L[a, dup[a, j]]
+            if keep_all:
+                lall_out[act[a], i, j] = L[a, j]
+            L[a, j] += pen[a, j]
         j = _argmin(L, a, k)
         r = act[a]
         asg_out[r, i] = j
@@ -282,7 +287,7 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
 def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
            do_update, model_avg, local_steps, use_part, part, it,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, gflat, cbuf):
+           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, keep_all, lall_out, gflat, cbuf):
     """All machines, chunk-parallel; chunk c adds into gflat[c] (viewed as (d, nap*k)) and cbuf[c]."""
     nchunks = chunk_lo.shape[0] - 1
     d = ThT.shape[0]
@@ -297,7 +302,7 @@ def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                      code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
                      do_update, model_avg, local_steps, use_part, part, it,
                      Pflat[c], Rflat[c], Gflat[c], Tflat[c], Lbuf[c], asg_out, lmin_out,
-                     gsum, cbuf[c])
+                     keep_all, lall_out, gsum, cbuf[c])
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -424,6 +429,26 @@ def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, mod
             asg_prev[r, i] = asg[r, i]
 
 
+@nb.njit(cache=True)
+def _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta):
+    """Scratch buffers of :func:`_sweep` for up to ``Rp`` packed runs (per-chunk, working dtype)."""
+    dt = theta.dtype
+    width = max(n * Rp * k, d * Rp)
+    if use_stats:
+        width = max(width, d * Rp * k)
+    Pflat = np.empty((nchunks, width), dtype=dt)
+    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
+    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
+    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
+    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
+    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
+    pen = np.empty((Rp, k), dtype=np.float64)
+    dup = np.empty((Rp, k), dtype=np.int64)
+    return Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf, ThT_flat, pen, dup
+
+
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
                  use_stats, A, Bv, cv,
@@ -442,22 +467,10 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     R = theta.shape[0]
     k = theta.shape[1]
     nchunks = chunk_lo.shape[0] - 1
-    dt = theta.dtype
     Rp = _padded(R, pad)
     rows = n_sub if resample else n
-    width = max(n * Rp * k, d * Rp)
-    if use_stats:
-        width = max(width, d * Rp * k)
-    Pflat = np.empty((nchunks, width), dtype=dt)
-    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
-    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
-    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
-    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
-    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
-    pen = np.empty((Rp, k), dtype=np.float64)
-    dup = np.empty((Rp, k), dtype=np.int64)
+    (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+     ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta)
     asg = np.zeros((R, m), dtype=np.int64)
     asg_prev = np.full((R, m), -1, dtype=np.int64)
     lmin = np.empty((R, m), dtype=np.float64)
@@ -465,6 +478,7 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     act = np.empty(R, dtype=np.int64)
     nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
     ctot = np.zeros((Rp, k), dtype=np.int64)
+    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     for r in range(R):
         n_iter_out[r] = n_iter
 
@@ -488,20 +502,42 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
         _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                code, delta, l2, lr, use_stats, A, Bv, cv, n,
                True, model_avg, local_steps, use_part, part, it,
-               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, gflat, cbuf)
+               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall0, gflat, cbuf)
         _finish_all(na, it, nap * k, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
                     early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
                     tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
 
-    # final evaluation of every run on all rows
-    for r in range(R):
-        act[r] = r
+    _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
+                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
+                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+                ThT_flat, pen, dup, lmin)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
+                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
+                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+                ThT_flat, pen, dup, lmin):
+    """Final evaluation of every run on all rows: labels, training loss, the trace's tail.
+
+    Invariant: whatever path produced ``theta``, the reported labels and loss come from this one
+    exact evaluation, and a frozen run's remaining trace entries repeat it.
+    """
+    m = X.shape[0]
+    n = X.shape[1]
+    d = X.shape[2]
+    R = theta.shape[0]
+    k = theta.shape[1]
+    Rp = _padded(R, pad)
+    act = np.arange(R)
+    part = np.zeros((1, 1, 1), dtype=np.bool_)
+    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     ThT = ThT_flat[: d * Rp * k].reshape((d, Rp * k))
     _pack(theta, act, R, Rp, ThT, pen, dup, l2)
     _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n,
-           False, model_avg, local_steps, use_part, part, 0,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, gflat, cbuf)
+           False, False, 1, False, part, 0,
+           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, False, lall0, gflat, cbuf)
     for r in range(R):
         tl = 0.0
         for i in range(m):
