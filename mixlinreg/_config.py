@@ -35,9 +35,9 @@ SIMD_COLUMNS = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 CERT_REL_MARGIN = 1e-4
 #: Direct iterations a run's partition must hold before the run switches to Gram iterations.
 GRAM_ENTRY_STABLE = 2
-#: Consecutive failed certificates (each costs an exact evaluation) before a run goes back to
-#: direct iterations, waiting 8 * 2^(times it went back) iterations before it may switch again.
-GRAM_MAX_STRIKES = 3
+#: Cost model for giving a certified run cluster Grams (a performance choice only): reading one byte
+#: of a Gram counts as this many flop (this machine: ~10 GB/s per core against ~100 GFLOP/s).
+GRAM_FLOP_PER_BYTE = 10.0
 #: Default memory for cached cluster Grams (d x d float64 each): 512 MiB holds 64 Grams at d = 1000.
 GRAM_MEMORY = 512 * 2**20
 #: Fixed blocks of machines over which a Gram is built (independent of the thread count), rows

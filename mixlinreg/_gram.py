@@ -43,6 +43,7 @@ performance decisions only: they never change a decision that the direct path wo
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 
 import numba as nb
@@ -51,7 +52,9 @@ from numba import prange
 
 from . import _config
 from ._config import FASTMATH
-from ._kernels import _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers
+from ._kernels import (
+    ASSIGNED, EVALUATE, ITERATE, _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers,
+)
 
 __all__ = ["run_gram", "gram_applicable"]
 
@@ -330,10 +333,21 @@ def machine_norms(X):
 def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_lo, pad,
              do_trace, star, has_star, labels_out, loss_out, diverged, converged, n_iter_out,
              tr_labels, tr_loss, tr_dist, gram_memory):
-    """Run ``n_iter`` iterations of every run on the certified-Gram path; fill the outputs in place.
+    """Run ``n_iter`` iterations of every run on the certified path; fill the outputs in place.
 
     Arguments are those of :func:`mixlinreg._kernels._ifca_kernel` (already validated and cast by
-    :func:`mixlinreg.ifca`). Returns a dict counting the work done per kind of iteration.
+    :func:`mixlinreg.ifca`). Each iteration, every live run takes one of three kinds of step:
+
+    * **full**: the direct path's iteration (every model's loss on every machine, the gradient at
+      the assigned model); its exact losses reset the run's bounds. Runs whose partition has not
+      held for ``GRAM_ENTRY_STABLE`` iterations, runs whose assignments are not certified, and
+      every run when a trace is recorded take this step.
+    * **assigned**: assignments certified, the gradient at the assigned model only (one forward
+      pass instead of k).
+    * **gram**: assignments certified, the gradient from the cluster Grams.
+
+    Returns a dict counting the run-iterations of each kind, Grams built and reused, and the
+    seconds spent per phase.
     """
     m, n, d = X.shape
     R, k, _ = theta.shape
@@ -358,11 +372,9 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     Lo = np.zeros((R, m, k))
     delta = np.zeros((R, k))
     norms = np.zeros((R, k))
-    in_gram = np.zeros(R, dtype=np.bool_)
+    ok = np.zeros(R, dtype=np.bool_)
     stable = np.zeros(R, dtype=np.int64)
-    strikes = np.zeros(R, dtype=np.int64)
-    exits = np.zeros(R, dtype=np.int64)
-    wait_until = np.zeros(R, dtype=np.int64)
+    in_gram = np.zeros(R, dtype=np.bool_)
     slots = np.full((R, k), -1, dtype=np.int64)
     bvec = np.zeros((R, k, d))
     s_op, fro = machine_norms(X)
@@ -375,152 +387,163 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     cbuf1 = np.zeros((1, Rp, k), dtype=np.int64)
     Tb = np.empty((R * k, d))
     Ob = np.empty((R * k, d))
-    ok = np.zeros(R, dtype=np.bool_)
-    # work saved by one Gram iteration, and what building a Gram costs (flop)
-    saved = 2.0 * m * n * d * (k + 1) - 2.0 * k * d * d
-    stats = dict(direct_iterations=0, gram_iterations=0, evaluations=0, grams_built=0,
+    # flop of one run-iteration: assigned step; a Gram step reads each Gram (8 d^2 bytes) once
+    # per iteration for all the runs that share it
+    flop_assigned = 4.0 * m * n * d
+    stats = dict(full_iterations=0, assigned_iterations=0, gram_iterations=0, grams_built=0,
                  gram_hits=0, gram_slots=cache.n_slots)
+    clock = dict(setup=0.0, certify=0.0, full=0.0, assigned=0.0, gram=0.0, enter=0.0, final=0.0)
+    tick = time.perf_counter()
 
-    def evaluate(runs):
-        """Exact forward pass of ``runs`` on all machines: assignments, losses, every model's loss."""
-        na = runs.size
-        nap = _padded(na, pad)
+    def lap(key):
+        nonlocal tick
+        now = time.perf_counter()
+        clock[key] += now - tick
+        tick = now
+
+    def pack(runs):
+        nap = _padded(runs.size, pad)
         ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, runs, na, nap, ThT, pen, dup, l2)
-        _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, runs, na, nap, k, ThT, pen, dup,
-               0, 1.0, l2, lr, False, noA, noA, nocv, n,
-               False, False, 1, False, nopart, 0,
-               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
+        _pack(theta, runs, runs.size, nap, ThT, pen, dup, l2)
+        return nap, ThT
 
-    def leave(r, it):
+    def finish(runs, W, gsum, cb, it):
+        _finish_all(runs.size, it, W, runs, theta, lr, gsum, cb, lmin, asg, asg_prev,
+                    False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
+                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
+        _step_norms(nrm, runs, runs.size, delta)
+
+    def leave(r):
         for j in range(k):
             cache.release(slots[r, j])
             slots[r, j] = -1
         in_gram[r] = False
-        stable[r] = 0
-        strikes[r] = 0
 
-    def try_enter(r, it):
-        masks = [asg[r] == j for j in range(k)]
-        need = sum(1 for mk in masks if mk.any() and mk.tobytes() not in cache.slot_of)
-        if need > cache.free_slots():
-            wait_until[r] = it + 4
-            return
-        build = 2.0 * n * d * d * cache.missing(masks)
-        if (n_iter - it - 1) * saved < build:
-            wait_until[r] = n_iter  # too late for this run to pay for its Grams
-            return
-        c = yidx[r]
-        # cached Grams first, so that building a missing one cannot drop one this run needs
-        for j in sorted(range(k), key=lambda j: masks[j].tobytes() not in cache.slot_of):
-            slots[r, j] = cache.acquire(masks[j])
-            bvec[r, j] = B[c, masks[j]].sum(axis=0) if masks[j].any() else 0.0
-        in_gram[r] = True
-        strikes[r] = 0
+    def enter(cands, it):
+        """Give certified runs cluster Grams where that is cheaper than their assigned steps.
 
+        A Gram step costs ``2 d^2`` flop per model plus reading the Gram, shared by every model
+        that uses it (counted as ``GRAM_FLOP_PER_BYTE`` flop a byte); a missing Gram costs
+        ``2 |S| n d^2`` flop to build, charged in shares to the candidates that need it.
+        """
+        masks = {r: [asg[r] == j for j in range(k)] for r in cands}
+        demand = {}
+        for r in cands:
+            for mk in masks[r]:
+                if mk.any():
+                    q = mk.tobytes()
+                    demand[q] = demand.get(q, 0) + 1
+        for r in cands:
+            ms = masks[r]
+            keys = [mk.tobytes() for mk in ms]
+            cost = 0.0
+            charge = 0.0
+            for q, mk in zip(keys, ms):
+                if not mk.any():
+                    continue
+                slot = cache.slot_of.get(q)
+                share = demand[q] + (cache.refs[slot] if slot is not None else 0)
+                cost += 2.0 * d * d + _config.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
+                if slot is None:
+                    charge += 2.0 * n * d * d * int(mk.sum()) / demand[q]
+            gain = flop_assigned - cost
+            new = {q for q, mk in zip(keys, ms) if mk.any() and q not in cache.slot_of}
+            if gain <= 0 or (n_iter - it - 1) * gain < charge or len(new) > cache.free_slots():
+                continue
+            c = yidx[r]
+            # cached Grams first, so that building a missing one cannot drop one this run needs
+            for j in sorted(range(k), key=lambda j: keys[j] not in cache.slot_of):
+                slots[r, j] = cache.acquire(ms[j])
+                bvec[r, j] = B[c, ms[j]].sum(axis=0) if ms[j].any() else 0.0
+            in_gram[r] = True
+
+    lap("setup")
     for it in range(n_iter):
         live = ~frozen
         if not live.any():
             break
-        # 1. Gram runs: certify their assignments, or evaluate them exactly
-        g_runs = np.flatnonzero(live & in_gram)
-        if g_runs.size:
-            _model_norms(g_runs, g_runs.size, theta, norms)
-            if do_trace:
-                bad = np.ones(g_runs.size, dtype=np.bool_)
-            else:
-                _certify(g_runs, g_runs.size, norms, asg, U, Lo, fro, gamma,
-                         _config.CERT_REL_MARGIN, l2, n, ok)
-                bad = ~ok[: g_runs.size]
-                strikes[g_runs[~bad]] = 0
-            need = g_runs[bad]
-            if need.size:
-                stats["evaluations"] += int(need.size)
-                evaluate(need)
-                changed = (asg[need] != asg_prev[need]).any(axis=1)
-                if not do_trace:
-                    strikes[need] += 1
-                for idx in np.flatnonzero(changed | (strikes[need] > _config.GRAM_MAX_STRIKES)):
-                    r = need[idx]
-                    if not changed[idx]:
-                        exits[r] += 1  # bounds keep failing: back off before trying again
-                        wait_until[r] = it + 8 * 2 ** min(exits[r], 6)
-                    leave(r, it)
-                stay = need[in_gram[need]]
-                if stay.size:
-                    _model_norms(stay, stay.size, theta, norms)
-                    _refresh_bounds(stay, stay.size, norms, asg, lall, n, fro, gamma, U, Lo)
-            g_runs = np.flatnonzero(live & in_gram)
-        d_runs = np.flatnonzero(live & ~in_gram)
+        # which runs' assignments are certified
+        ok[:] = False
+        settled = np.flatnonzero(live & (stable >= _config.GRAM_ENTRY_STABLE))
+        if settled.size and not do_trace:
+            cert = np.zeros(settled.size, dtype=np.bool_)
+            _model_norms(settled, settled.size, theta, norms)
+            _certify(settled, settled.size, norms, asg, U, Lo, fro, gamma,
+                     _config.CERT_REL_MARGIN, l2, n, cert)
+            ok[settled] = cert
+        full = np.flatnonzero(live & ~ok)
+        assigned = np.flatnonzero(live & ok & ~in_gram)
+        gram = np.flatnonzero(live & ok & in_gram)
+        lap("certify")
 
-        # 2. direct iterations (bounds set from the exact losses before the update)
-        if d_runs.size:
-            na = d_runs.size
-            nap = _padded(na, pad)
-            ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
-            _pack(theta, d_runs, na, nap, ThT, pen, dup, l2)
-            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, d_runs, na, nap, k, ThT, pen, dup,
+        if full.size:
+            nap, ThT = pack(full)
+            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, full, full.size, nap, k, ThT, pen, dup,
                    0, 1.0, l2, lr, False, noA, noA, nocv, n,
-                   True, False, 1, False, nopart, it,
+                   ITERATE, False, 1, False, nopart, it,
                    Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
-            same = (asg[d_runs] == asg_prev[d_runs]).all(axis=1)
-            stable[d_runs] = np.where(same, stable[d_runs] + 1, 0)
-            _model_norms(d_runs, na, theta, norms)
-            _refresh_bounds(d_runs, na, norms, asg, lall, n, fro, gamma, U, Lo)
-            _finish_all(na, it, nap * k, d_runs, theta, lr, gflat, cbuf, lmin, asg, asg_prev,
-                        False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
-                        tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out,
-                        nrm, ctot)
-            _step_norms(nrm, d_runs, na, delta)
-            stats["direct_iterations"] += int(na)
+            same = (asg[full] == asg_prev[full]).all(axis=1)
+            stable[full] = np.where(same, stable[full] + 1, 0)
+            for r in full[~same & in_gram[full]]:
+                leave(r)
+            _model_norms(full, full.size, theta, norms)
+            _refresh_bounds(full, full.size, norms, asg, lall, n, fro, gamma, U, Lo)
+            finish(full, nap * k, gflat, cbuf, it)
+            stats["full_iterations"] += int(full.size)
+            lap("full")
 
-        # 3. Gram iterations
-        if g_runs.size:
-            na = g_runs.size
+        if assigned.size:
+            nap, ThT = pack(assigned)
+            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, assigned, assigned.size, nap, k, ThT, pen,
+                   dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
+                   ASSIGNED, False, 1, False, nopart, it,
+                   Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall, gflat, cbuf)
+            stable[assigned] += 1
+            finish(assigned, nap * k, gflat, cbuf, it)
+            stats["assigned_iterations"] += int(assigned.size)
+            lap("assigned")
+
+        if gram.size:
+            na = gram.size
             W = na * k
-            pos = np.repeat(np.arange(na), k)
-            cr = np.repeat(g_runs, k)
-            cj = np.tile(np.arange(k), na)
-            cs = slots[g_runs].reshape(-1)
-            use = cs >= 0
+            pos = np.repeat(np.arange(na, dtype=np.int64), k)
+            cr = np.repeat(gram, k)
+            cj = np.tile(np.arange(k, dtype=np.int64), na)
+            cs = slots[gram].reshape(-1)
+            use = cs >= 0  # an empty cluster has no Gram and a zero gradient
             order = np.argsort(cs[use], kind="stable")
             cr, cj, pos, cs = cr[use][order], cj[use][order], pos[use][order], cs[use][order]
-            starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else np.zeros(0, int)
-            ends = np.r_[starts[1:], cs.size].astype(np.int64)
-            c0 = []
-            c1 = []
-            for a0, a1 in zip(starts, ends):
-                for b0 in range(a0, a1, _config.GRAM_COLUMNS_PER_TASK):
-                    c0.append(b0)
-                    c1.append(min(a1, b0 + _config.GRAM_COLUMNS_PER_TASK))
-            c0 = np.asarray(c0, dtype=np.int64)
-            c1 = np.asarray(c1, dtype=np.int64)
+            starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else cs
+            ends = np.r_[starts[1:], cs.size]
+            step = _config.GRAM_COLUMNS_PER_TASK
+            c0 = np.asarray([b for a0, a1 in zip(starts, ends) for b in range(a0, a1, step)],
+                            dtype=np.int64)
+            c1 = np.minimum(c0 + step, np.repeat(ends, -(-(ends - starts) // step))).astype(np.int64)
             gs = gbuf[: d * W].reshape(1, d * W)
             gs[:] = 0.0
-            _gram_gradients(cache.grams, cs[c0] if c0.size else c0, c0, c1, cr, cj,
-                            pos.astype(np.int64), cache.size[cs].astype(np.float64), theta, bvec,
-                            l2, n, W, Tb, Ob, gs)
-            _finish_all(na, it, W, g_runs, theta, lr, gs, cbuf1, lmin, asg, asg_prev,
-                        False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
-                        tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out,
-                        nrm, ctot)
-            _step_norms(nrm, g_runs, na, delta)
+            _gram_gradients(cache.grams, cs[c0], c0, c1, cr, cj, pos,
+                            cache.size[cs].astype(np.float64), theta, bvec, l2, n, W, Tb, Ob, gs)
+            stable[gram] += 1
+            finish(gram, W, gs, cbuf1, it)
             stats["gram_iterations"] += int(na)
+            lap("gram")
 
-        # 4. every bound moves with its model; runs whose partition held switch to Grams
-        moved = np.concatenate([d_runs, g_runs])
+        # every bound moves with its model; certified runs may switch to Grams
+        moved = np.flatnonzero(live)
         _advance_bounds(moved, moved.size, delta, asg, s_op, U, Lo)
-        if cache.n_slots >= k and it + 1 < n_iter:
-            for r in d_runs[~frozen[d_runs] & (stable[d_runs] >= _config.GRAM_ENTRY_STABLE)
-                            & (wait_until[d_runs] <= it)]:
-                try_enter(r, it)
         for r in np.flatnonzero(frozen & in_gram):
-            leave(r, it)
+            leave(r)
+        cands = assigned[~frozen[assigned]]
+        if cands.size and cache.n_slots >= k and it + 1 < n_iter:
+            enter(cands, it)
+        lap("enter")
 
     _final_eval(X, Y, yidx, theta, lr, 0, 1.0, l2, False, noA, noA, nocv, chunk_lo, pad,
                 n_iter, do_trace, star, has_star, labels_out, loss_out, n_iter_out,
                 tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
                 ThT_flat, pen, dup, lmin)
+    lap("final")
+    stats["seconds"] = {key: round(v, 3) for key, v in clock.items()}
     stats["grams_built"] = cache.built
     stats["gram_hits"] = cache.hits
     return stats
