@@ -189,8 +189,9 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         and gradients from cluster Grams ``sum_{i in S_j} X_i^T X_i`` shared by all runs with the
         same cluster (see ``mixlinreg/_gram.py``). ``"auto"`` uses ``"stats"`` when that is
         cheaper and ``dtype`` is float64 (in float32 the expanded quadratic loses accuracy to
-        cancellation), else ``"gram"`` where it applies, k Grams fit in ``gram_memory`` and one
-        iteration is large enough to pay for the bookkeeping, else ``"data"``.
+        cancellation), else ``"gram"`` where it applies, no trace is asked for (a trace needs every
+        loss every iteration), k Grams fit in ``gram_memory`` and one iteration is large enough to
+        pay for the bookkeeping, else ``"data"``.
     gram_memory : int, default 512 MiB
         Bytes for cached cluster Grams (``8 d^2`` each) on the ``"gram"`` path.
     dtype : numpy.float32 or numpy.float64, optional
@@ -329,8 +330,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         raise ValueError(f"method='gram' needs gram_memory >= 8 d^2 k = {8 * d * d * k} bytes "
                          f"(k = {k} Grams of d = {d}), got {gram_memory}")
     use_gram = method == "gram" or (
-        method == "auto" and gram_ok and not use_stats and gram_memory >= 8 * d * d * k
-        and 2.0 * R * m * n * d * (k + 1) >= _config.GRAM_MIN_FLOP)
+        method == "auto" and gram_ok and not use_stats and not trace
+        and gram_memory >= 8 * d * d * k and 2.0 * R * m * n * d * (k + 1) >= _config.GRAM_MIN_FLOP)
     if use_stats:
         A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
         Bv = np.ascontiguousarray(np.einsum("mnd,cmn->cmd", X, Y, optimize=True))
