@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import tempfile
 import json
 import time
 import zlib
@@ -23,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..harness.store import _atomic_write_text
+from .._paths import plain_name
+from ..harness.store import UnitStore, _atomic_write_bytes, _atomic_write_text
 
 HOLDS = "holds"
 CAVEAT = "holds with a caveat"
@@ -33,21 +33,6 @@ VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
 PRESETS = ("smoke", "quick", "full")
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
-
-
-def _atomic_write_bytes(path: Path, data: bytes):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def combine(verdicts):
@@ -193,6 +178,7 @@ class Context:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def __post_init__(self):
+        plain_name("study ID", self.study_id)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
@@ -226,22 +212,23 @@ class Context:
         no argument and returns a DataFrame. The params given to the context are part of the store
         folder's name, so changing them never mixes old and new rows.
         """
-        if not name or any(not (c.isalnum() or c in "_.=-") for c in name):
+        if not isinstance(name, str) or not name or any(not (c.isalnum() or c in "_.=-")
+                                                        for c in name):
             raise ValueError(f"unit name must be non-empty and use [A-Za-z0-9_.=-], got {name!r}")
         folder = self._unit_dir()
-        if folder is not None:
-            path = folder / f"{name}.csv"
-            if path.exists():
-                self.units_resumed += 1
-                return pd.read_csv(path)
-        df = compute()
-        self.units_computed += 1
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"unit {name!r} must return a pandas DataFrame, got {type(df).__name__}")
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            _atomic_write_text(folder / f"{name}.csv", df.to_csv(index=False))
-            df = pd.read_csv(folder / f"{name}.csv")  # same types whether fresh or resumed
+        if folder is None:
+            df = compute()
+            self.units_computed += 1
+            if not isinstance(df, pd.DataFrame):
+                raise TypeError(f"unit {name!r} must return a pandas DataFrame, got "
+                                f"{type(df).__name__}")
+            return df
+        # the harness's unit store: checksummed units, claims shared with other processes
+        df, computed = UnitStore(folder).get_or_compute(name, compute)
+        if computed:
+            self.units_computed += 1
+        else:
+            self.units_resumed += 1
         return df
 
     # ----------------------------------------------------------------- outputs
