@@ -93,5 +93,8 @@ def output_file(path, param: str) -> Path:
         raise ValueError(f"{param} must be a file name, but {p} is a folder")
     if p.exists() and not os.access(p, os.W_OK):
         raise ValueError(f"{param}: the file {p} exists and is not writable")
-    output_dir(p.parent if str(p.parent) else ".", param)
+    for parent in [p.parent, *p.parent.parents]:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"{param}: cannot write {p}: {parent} is a file, not a folder")
+    output_dir(p.parent, param)
     return p
