@@ -271,7 +271,8 @@ class Context:
         kw.setdefault("units_computed", self.units_computed)
         kw.setdefault("units_resumed", self.units_resumed)
         kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
-                      + (f" --seed {self.seed}" if self.seed else ""))
+                      + (f" --seed {self.seed}" if self.seed else "")
+                      + ("" if self.out == Path("results/checks") else f" --out {self.out}"))
         for key in ("table", "figure"):
             if key in kw and kw[key]:
                 kw[key] = str(kw[key])
