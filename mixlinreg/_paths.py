@@ -8,8 +8,10 @@ are used in a file name, so a name can never point into another folder.
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import socket
 import tempfile
 from pathlib import Path
 
@@ -98,3 +100,49 @@ def output_file(path, param: str) -> Path:
             raise ValueError(f"{param}: cannot write {p}: {parent} is a file, not a folder")
     output_dir(p.parent, param)
     return p
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+#: host name as it appears in temporary file names (no dots, no separators)
+HOST = socket.gethostname().replace(".", "_").replace(os.sep, "_") or "host"
+
+
+def atomic_write(path, data) -> Path:
+    """Write ``data`` (str or bytes) to ``path`` atomically: a temporary file unique to this process
+    (``.<name>.<host>.<pid>.<random>.tmp`` in the same folder), fsynced, then ``os.replace``.
+
+    A reader (or another process writing the same file) sees the old or the new whole file, never a
+    mix. On failure only this call's own temporary file is removed.
+    """
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode()
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{HOST}.{os.getpid()}.",
+                               suffix=".tmp")
+    try:
+        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a result file is an ordinary file
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def save_png(fig, path, **savefig_kw) -> Path:
+    """Render a matplotlib figure to PNG in memory and write it with :func:`atomic_write`."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig_kw)
+    return atomic_write(path, buf.getvalue())

@@ -48,7 +48,7 @@ def _demo(args):
 
 
 def _bench(args):
-    from ._paths import output_file
+    from ._paths import atomic_write, output_file
     from .bench import CONFIGS, format_table, run_benchmark
 
     if args.csv:
@@ -65,7 +65,7 @@ def _bench(args):
     if args.csv:
         import pandas as pd
 
-        pd.DataFrame(rows).to_csv(args.csv, index=False)
+        atomic_write(args.csv, pd.DataFrame(rows).to_csv(index=False))
         print(f"wrote {args.csv}")
     return 0
 
@@ -116,7 +116,7 @@ def _check_early_stop(args):
     from .harness import load_config
     from .harness.earlystop import check_early_stop
 
-    from ._paths import output_file
+    from ._paths import atomic_write, output_file
 
     if args.csv:
         output_file(args.csv, "--csv")  # checked before any unit runs
@@ -124,7 +124,7 @@ def _check_early_stop(args):
     table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
                                       rel_tol=args.rel_tol, floor=args.floor)
     if args.csv:
-        table.to_csv(args.csv, index=False, float_format="%.6g")
+        atomic_write(args.csv, table.to_csv(index=False, float_format="%.6g"))
         print(f"wrote {args.csv}")
     speed = table["seconds_full"].sum() / table["seconds_early"].sum()
     print(f"early stop with tol={args.tol}: {len(table)} units, {int(table['runs'].sum())} runs; "

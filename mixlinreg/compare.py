@@ -499,14 +499,16 @@ def plot_compare(rows):
 
 def write_outputs(rows, out_dir, preset):
     """Write the rows, the summary, the markdown table and the figure; returns (summary, md, paths)."""
+    from ._paths import atomic_write, save_png
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(rows)
     md = markdown_table(summary)
     paths = [out / f"compare_{preset}.csv", out / f"compare_{preset}_summary.csv",
              out / f"compare_{preset}.md", out / f"compare_{preset}.png"]
-    rows.to_csv(paths[0], index=False, float_format="%.6g")
-    summary.to_csv(paths[1], index=False, float_format="%.6g")
+    atomic_write(paths[0], rows.to_csv(index=False, float_format="%.6g"))
+    atomic_write(paths[1], summary.to_csv(index=False, float_format="%.6g"))
     scen_lines = [f"- `{s.name}`: m={s.m}, n={s.n}, d={s.d}, k_true={s.k_true}, k_fit={s.k}, "
                   f"R={s.R}, sigma={s.sigma}, theta_scale={s.theta_scale}"
                   + (f", sizes={list(s.sizes)}" if s.sizes else "") + f" ({s.notes})"
@@ -515,7 +517,6 @@ def write_outputs(rows, out_dir, preset):
     text = (f"# mixlinreg compare, preset `{preset}`\n\n"
             f"Cells: mean dist_matched [95% t-interval over seeds]; mean ARI. Protocol: {proto}.\n\n"
             + md + "\n\nScenarios:\n\n" + "\n".join(scen_lines) + "\n")
-    paths[2].write_text(text)
-    fig = plot_compare(rows)
-    fig.savefig(paths[3], dpi=110)
+    atomic_write(paths[2], text)
+    save_png(plot_compare(rows), paths[3], dpi=110)
     return summary, md, paths

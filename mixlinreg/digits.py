@@ -505,13 +505,15 @@ def write_digits_outputs(rows, recovery, out_dir="figures"):
     """Write ``digits.csv``, ``digits_recovery.csv``, ``digits.md`` and ``digits_recovery.png``."""
     from pathlib import Path
 
+    from ._paths import atomic_write, save_png
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "digits.csv", out / "digits_recovery.csv", out / "digits.md",
              out / "digits_recovery.png"]
-    rows.to_csv(paths[0], index=False, float_format="%.6g")
-    recovery.to_csv(paths[1], index=False, float_format="%.6g")
+    atomic_write(paths[0], rows.to_csv(index=False, float_format="%.6g"))
+    atomic_write(paths[1], recovery.to_csv(index=False, float_format="%.6g"))
     md = digits_markdown(rows)
-    paths[2].write_text(md)
-    plot_recovery(recovery).savefig(paths[3], dpi=110)
+    atomic_write(paths[2], md)
+    save_png(plot_recovery(recovery), paths[3], dpi=110)
     return md, paths

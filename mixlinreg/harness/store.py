@@ -33,62 +33,36 @@ import json
 import os
 import re
 import secrets
-import socket
-import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from .._paths import inside, plain_name
+from .. import _paths
+from .._paths import atomic_write, inside, plain_name
 from .run import COLUMNS
 
 #: a lock older than this (seconds) is stale even if its process cannot be checked (other host)
 STALE_AFTER = 24 * 3600.0
 _UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$")
-_HOST = socket.gethostname().replace(".", "_").replace(os.sep, "_") or "host"
+_HOST = _paths.HOST
 
 
 class DamagedUnitWarning(UserWarning):
     """A stored unit failed its check: it is not counted as done and will be recomputed."""
 
 
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()
-
-
-def _tmp_prefix(path: Path) -> str:
-    return f".{path.name}.{_HOST}.{os.getpid()}."
+_FILE_MODE = _paths._FILE_MODE
 
 
 def _atomic_write_bytes(path: Path, data: bytes):
-    """Write ``data`` to ``path`` atomically (unique temporary file, fsync, ``os.replace``)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_tmp_prefix(path), suffix=".tmp")
-    try:
-        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a result file is an ordinary file
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        # only this process's own temporary file (unique name) is ever removed here
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Write ``data`` to ``path`` atomically (see :func:`mixlinreg._paths.atomic_write`)."""
+    atomic_write(path, data)
 
 
 def _atomic_write_text(path: Path, text: str):
-    _atomic_write_bytes(path, text.encode())
+    atomic_write(path, text)
 
 
 def _pid_alive(pid: int) -> bool:
