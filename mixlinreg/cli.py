@@ -184,7 +184,7 @@ def _check(args):
 
     output_dir(args.out, "--out")  # before any work
     store = None if args.no_store or args.report_only else output_dir(
-        args.store if args.store is not None else f"{args.out}/store", "--store")
+        args.store if args.store is not None else args.out, "--store")
     if args.write:
         output_file(args.write, "--write")
     t0 = time.perf_counter()
@@ -249,7 +249,7 @@ def build_parser():
                    help="folder for tables, figures and JSON records (and the store, unless "
                         "--store) [results/checks]")
     t.add_argument("--store", default=None,
-                   help="resumable per-unit rows; a rerun skips finished units [OUT/store]")
+                   help="resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
     t.add_argument("--seed", type=int, default=0, help="root seed [0]")
     t.add_argument("--n-jobs", type=int, default=1, help="worker processes where a study can use "
