@@ -379,6 +379,28 @@ def _unit_store_processes(n):
         return "correct result" if computed == [str(i) for i in range(5)] else "unclear"
 
 
+def _two_check_processes():
+    with _sandbox() as d:
+        def args(out):
+            return [sys.executable, "-m", "mixlinreg.cli", "check", "T1", "--preset", "smoke",
+                    "--out", str(out), "--no-progress"]
+
+        procs = [subprocess.Popen(args(d / "shared"), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        if any(p.returncode for p in procs) or any("Traceback" in o for o in outs):
+            return "crash"
+        subprocess.run(args(d / "alone"), check=True, capture_output=True)
+        shared = json.loads((d / "shared" / "T1_smoke.json").read_text())
+        alone = json.loads((d / "alone" / "T1_smoke.json").read_text())
+        if shared["numbers"] != alone["numbers"] or shared["verdict"] != alone["verdict"]:
+            return "silent wrong"
+        (folder,) = (d / "shared").glob("T1-smoke-*")
+        n = len(list(folder.glob("*.csv")))
+        leftovers = list(folder.glob("*.lock")) + list(folder.glob(".*.tmp"))
+        return "correct result" if n == alone["units_computed"] and not leftovers else "unclear"
+
+
 def _stale_lock(kind):
     from mixlinreg.harness import run_experiment
     from mixlinreg.harness.store import _HOST
@@ -628,7 +650,8 @@ def cases_store_paths():
     cases += [(3, f"{n} reproduce processes resume one store", lambda n=n: _n_reproduce_processes(n))
               for n in (2, 4)]
     cases += [(3, "4 processes on one unit store (check/compare/digits path)",
-               lambda: _unit_store_processes(4))]
+               lambda: _unit_store_processes(4)),
+              (3, "2 check processes on one store (T1 smoke)", _two_check_processes)]
     cases += [(3, f"stale lock: {k}", lambda k=k: _stale_lock(k))
               for k in ("dead pid", "old, other host", "empty, old")]
     cases += [(3, "SIGKILL mid-run, rerun", _sigkill_resume),

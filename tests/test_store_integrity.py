@@ -307,3 +307,28 @@ def test_several_reproduce_processes_on_one_store(tmp_path, clean_table):
     with warnings_as_errors():
         pd.testing.assert_frame_equal(store.table(), clean_table)
     assert not list(store.units_dir.glob("*.lock")) and not list(store.units_dir.glob(".*.tmp"))
+
+
+def test_two_check_processes_on_one_store(tmp_path):
+    """Two 'mixlinreg check' processes on one output folder and store: both finish, the store holds
+    each unit once, proven, and the result equals a single run's."""
+    def args(out):
+        return [sys.executable, "-m", "mixlinreg.cli", "check", "T1", "--preset", "smoke", "--out",
+                str(out), "--no-progress"]
+
+    procs = [subprocess.Popen(args(tmp_path / "shared"), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert not any("Traceback" in o for o in outs), outs
+    subprocess.run(args(tmp_path / "alone"), check=True, capture_output=True)
+    shared = json.loads((tmp_path / "shared" / "T1_smoke.json").read_text())
+    alone = json.loads((tmp_path / "alone" / "T1_smoke.json").read_text())
+    assert shared["verdict"] == alone["verdict"] and shared["numbers"] == alone["numbers"]
+    assert alone["units_computed"] > 0
+    assert shared["units_computed"] + shared["units_resumed"] == alone["units_computed"]
+    (folder,) = (tmp_path / "shared").glob("T1-smoke-*")
+    units = UnitStore(folder)
+    with warnings_as_errors():
+        assert len(units.done()) == len(units.ids()) == alone["units_computed"]
+    assert not list(folder.glob("*.lock")) and not list(folder.glob(".*.tmp"))
