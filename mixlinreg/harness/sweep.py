@@ -77,16 +77,16 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     """
     from tqdm.auto import tqdm
 
-    if backend not in ("loky", "dask", "sequential"):
-        raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
     store = ResultStore(out_dir, exp, clean=True)
     done = store.done()
     units = exp.units()
     todo = [u for u in units if u.id not in done]
     if max_units is not None:
         todo = todo[:max_units]
+    if backend not in ("loky", "dask", "sequential"):
+        raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
     threads = max(1, _cores() // n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos = []

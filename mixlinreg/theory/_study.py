@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..harness.store import _atomic_write_text
+from ..harness.store import UnitStore, _atomic_write_bytes
 from .._paths import plain_name
-from ..harness.store import UnitStore, _atomic_write_bytes, _atomic_write_text
 
 HOLDS = "holds"
 CAVEAT = "holds with a caveat"
@@ -178,9 +179,9 @@ class Context:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def __post_init__(self):
-        plain_name("study ID", self.study_id)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        plain_name("study ID", self.study_id)
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs < 1:
