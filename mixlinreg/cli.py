@@ -99,6 +99,7 @@ def _reproduce(args):
             print(f"  report only: {len(store.done())} of {len(exp.units())} units finished")
         else:
             store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
+                                            method=args.method,
                                             scheduler=args.scheduler, progress=not args.no_progress)
             print("  " + format_summary(summary))
         table, paths = write_panel_outputs(store, figures)
@@ -110,6 +111,35 @@ def _reproduce(args):
         path = save_figure(combined_figure(panels), f"{figures}/fig2_{args.preset}.png")
         print(f"wrote {path}")
     return 0
+
+
+def _check_gram(args):
+    from .harness import load_config
+    from .harness.agreement import check_paths
+
+    from ._paths import atomic_write, output_file
+
+    if args.csv:
+        output_file(args.csv, "--csv")  # checked before any unit runs
+    exps = [load_config(name, preset=args.preset) for name in args.panels]
+    table, verdict = check_paths(exps, per_group=args.trials, rel_tol=args.rel_tol,
+                                 floor=args.floor, seed=args.seed)
+    if args.csv:
+        atomic_write(args.csv, table.to_csv(index=False, float_format="%.6g"))
+        print(f"wrote {args.csv}")
+    flags = int(table[[c for c in table if c.startswith("flags_changed_")]].to_numpy().sum())
+    print(f"gram vs data path: {len(table)} units, {int(table['runs'].sum())} runs; "
+          f"{table['seconds_a'].sum():.1f} s -> {table['seconds_b'].sum():.1f} s; "
+          f"success flags changed: {flags}; runs whose divergence changed: "
+          f"{int(table['diverged_changed'].sum())}; largest relative change of dist_nearest "
+          f"{table['max_rel_dist_nearest'].max():.2e}, of dist_matched "
+          f"{table['max_rel_dist_matched'].max():.2e} (distances >= {args.floor}; below it the "
+          f"largest absolute change is {table[['max_abs_small_dist_nearest', 'max_abs_small_dist_matched']].to_numpy().max():.2e}); "
+          f"largest change of the final loss {table['max_abs_loss'].max():.2e} "
+          f"({table['max_rel_loss'].max():.2e} relative)")
+    print("verdict: " + ("the paths agree (no flag changed, every distance within "
+                         f"{args.rel_tol} relative)" if verdict else "THE PATHS DISAGREE"))
+    return 0 if verdict else 1
 
 
 def _check_early_stop(args):
@@ -234,6 +264,10 @@ def build_parser():
                    help="write figures and summary CSVs here instead of --out (e.g. the "
                         "repository's figures/) [--out]")
     r.add_argument("--config", default=None, help="a TOML config file instead of a named panel")
+    r.add_argument("--method", default="auto", choices=("auto", "data", "gram"),
+                   help="kernel path: auto (certified assignments and shared cluster Grams where "
+                        "they apply), data (every machine's rows every iteration) or gram [auto]; "
+                        "every row records the path that computed it")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: write the figures and summaries of the units already finished")
@@ -273,6 +307,21 @@ def build_parser():
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--csv", default=None)
     e.set_defaults(func=_check_early_stop)
+
+    v = sub.add_parser("check-gram",
+                       help="run sample units on the direct and the certified-Gram kernel paths "
+                            "and compare (success flags, distances, losses)")
+    v.add_argument("panels", nargs="*", default=list(PANELS))
+    v.add_argument("--preset", default="paper")
+    v.add_argument("--trials", type=int, default=2,
+                   help="trials per (m, n, d, k) group of each panel [2]")
+    v.add_argument("--rel-tol", type=float, default=1e-3,
+                   help="largest relative change of a distance that counts as agreement [1e-3]")
+    v.add_argument("--floor", type=float, default=1e-3,
+                   help="distances below this are compared in absolute terms [1e-3]")
+    v.add_argument("--seed", type=int, default=0, help="which trials are sampled [0]")
+    v.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
+    v.set_defaults(func=_check_gram)
 
     b = sub.add_parser("bench", help="kernel vs plain NumPy vs GEMM throughput (ratios in one run)")
     b.add_argument("--quick", action="store_true", help="only (100, 100, 1000, 2), float32")

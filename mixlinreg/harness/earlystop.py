@@ -15,8 +15,9 @@ import time
 import numpy as np
 import pandas as pd
 
+from .agreement import agrees, compare_rows
 from .run import run_unit
-from .success import RULES, trial_success
+from .success import RULES
 
 
 def with_early_stop(exp, tol):
@@ -55,21 +56,7 @@ def compare_unit(exp, unit, tol, floor=1e-3, n_threads=None):
     out = dict(experiment=exp.name, unit=unit.id, runs=len(full), tol=tol,
                seconds_full=t1 - t0, seconds_early=t2 - t1,
                iterations_full=int(full["n_iter"].sum()), iterations_early=int(early["n_iter"].sum()))
-    plus = exp.protocol["success_plus"]
-    sf, se = trial_success(full, plus), trial_success(early, plus)
-    for r in RULES:
-        out[f"flags_changed_{r}"] = int((sf[r].to_numpy() != se[r].to_numpy()).sum())
-    for col in ("dist_nearest", "dist_matched"):
-        a = full[col].to_numpy()
-        b = early[col].to_numpy()
-        both_nan = np.isnan(a) & np.isnan(b)
-        out[f"nan_mismatch_{col}"] = int((np.isnan(a) != np.isnan(b)).sum())
-        ok = ~np.isnan(a) & ~np.isnan(b) & ~both_nan
-        big = ok & (np.abs(a) >= floor)
-        small = ok & (np.abs(a) < floor)
-        rel = np.abs(a[big] - b[big]) / np.abs(a[big])
-        out[f"max_rel_{col}"] = float(rel.max()) if rel.size else 0.0
-        out[f"max_abs_small_{col}"] = float(np.abs(a[small] - b[small]).max()) if small.any() else 0.0
+    out.update(compare_rows(full, early, exp.protocol["success_plus"], floor))
     return out
 
 
@@ -77,9 +64,9 @@ def check_early_stop(exps, tol=1e-7, units_per_exp=2, rel_tol=1e-3, floor=1e-3, 
                      progress=print):
     """Compare full and early-stopped runs on sample units of each experiment.
 
-    Returns ``(table, verdict)``: one row per unit, and True when no success flag changed under any
-    rule, no run diverged in one and not the other, and every final distance of at least ``floor``
-    moved by at most ``rel_tol`` relative.
+    Returns ``(table, verdict)``: one row per unit (:func:`~mixlinreg.harness.agreement.compare_rows`),
+    and True when no success flag changed under any rule, no run diverged in one and not the other,
+    and every final distance of at least ``floor`` moved by at most ``rel_tol`` relative.
     """
     rng = np.random.default_rng(seed)
     rows = []
@@ -94,8 +81,4 @@ def check_early_stop(exps, tol=1e-7, units_per_exp=2, rel_tol=1e-3, floor=1e-3, 
                          f"{[row[f'flags_changed_{r}'] for r in RULES]}, max rel dist change "
                          f"{max(row['max_rel_dist_nearest'], row['max_rel_dist_matched']):.2e}")
     table = pd.DataFrame(rows)
-    verdict = bool(
-        (table[[f"flags_changed_{r}" for r in RULES]].to_numpy() == 0).all()
-        and (table[["nan_mismatch_dist_nearest", "nan_mismatch_dist_matched"]].to_numpy() == 0).all()
-        and (table[["max_rel_dist_nearest", "max_rel_dist_matched"]].to_numpy() <= rel_tol).all())
-    return table, verdict
+    return table, agrees(table, rel_tol)

@@ -17,8 +17,10 @@ from ..metrics import dist_matched_from_matrix, dist_nearest_from_matrix, pairwi
 COLUMNS = [
     "experiment", "preset", "config_hash", "unit", "m", "n", "d", "k", "R", "sigma", "alpha0",
     "trial", "init", "step", "dist_nearest", "dist_matched", "loss", "diverged", "converged",
-    "n_iter", "seed_entropy", "spawn_key", "versions",
+    "n_iter", "seed_entropy", "spawn_key", "versions", "method",
 ]
+#: earlier layouts still read from stores (before ``method``: every unit ran on the direct path)
+LEGACY_COLUMNS = [COLUMNS[:-1]]
 
 
 def _versions():
@@ -34,8 +36,11 @@ def unit_seeds(exp, unit):
     return ss.spawn(2)
 
 
-def run_unit(exp, unit, n_threads=None):
+def run_unit(exp, unit, n_threads=None, method="auto"):
     """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
+
+    ``method`` is the kernel path (:func:`mixlinreg.ifca`); it is a choice of how to compute, not
+    part of the config, and every row records the path that computed it.
 
     Returns ``(rows, info)``: a DataFrame with one row per (cell, initialization, step size) and a
     dict with the unit's wall time, number of runs and diverged runs, and peak resident memory.
@@ -64,7 +69,8 @@ def run_unit(exp, unit, n_threads=None):
     lr_runs = np.tile(steps, C * n_init)
     y_index = np.repeat(np.arange(C), n_init * S)
     res = ifca(trial.X, Y, init_runs, lr_runs, n_iter=p["n_iter"], y_index=y_index,
-               early_stop=p["early_stop"], tol=p["tol"], dtype=dtype, n_threads=n_threads)
+               early_stop=p["early_stop"], tol=p["tol"], dtype=dtype, n_threads=n_threads,
+               method=method)
     D = pairwise_dist(res.theta, theta_star[y_index])
     near = dist_nearest_from_matrix(D)
     matched = dist_matched_from_matrix(D)
@@ -77,7 +83,7 @@ def run_unit(exp, unit, n_threads=None):
         "step": lr_runs, "dist_nearest": near, "dist_matched": matched, "loss": res.loss,
         "diverged": res.diverged, "converged": res.converged, "n_iter": res.n_iter,
         "seed_entropy": str(p["seed"]), "spawn_key": "-".join(str(v) for v in unit.spawn_key),
-        "versions": _versions(),
+        "versions": _versions(), "method": res.method,
     }, columns=COLUMNS)
     info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
                 diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),

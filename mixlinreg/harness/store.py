@@ -41,7 +41,7 @@ import pandas as pd
 
 from .. import _paths
 from .._paths import atomic_write, inside, plain_name
-from .run import COLUMNS
+from .run import COLUMNS, LEGACY_COLUMNS
 
 #: a lock older than this (seconds) is stale even if its process cannot be checked (other host)
 STALE_AFTER = 24 * 3600.0
@@ -115,6 +115,8 @@ class UnitStore:
         another configuration is never counted as done.
     columns : list of str, optional
         Columns every unit must have, in this order.
+    legacy_columns : sequence of list of str
+        Earlier column layouts that are also accepted (units written before a column was added).
     rows : callable, optional
         ``rows(unit_id) -> int``: the row count a unit must have.
     check : callable, optional
@@ -130,12 +132,13 @@ class UnitStore:
     RECORD = ".check.json"
     LOCK = ".lock"
 
-    def __init__(self, folder, *, tag=None, columns=None, rows=None, check=None, read_kw=None,
-                 stale_after=STALE_AFTER):
+    def __init__(self, folder, *, tag=None, columns=None, legacy_columns=(), rows=None, check=None,
+                 read_kw=None, stale_after=STALE_AFTER):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.tag = tag
         self.columns = None if columns is None else list(columns)
+        self._layouts = [] if columns is None else [self.columns] + [list(c) for c in legacy_columns]
         self.rows = rows
         self.check = check
         self.read_kw = dict(read_kw or {})
@@ -163,7 +166,7 @@ class UnitStore:
 
     # ------------------------------------------------------------------ checks
     def _problem_of_frame(self, unit_id, df) -> str | None:
-        if self.columns is not None and list(df.columns) != self.columns:
+        if self.columns is not None and list(df.columns) not in self._layouts:
             return f"columns {list(df.columns)} instead of {self.columns}"
         if self.rows is not None:
             want = int(self.rows(unit_id))
@@ -224,7 +227,7 @@ class UnitStore:
                         f"{rec.get('bytes')} recorded)")
             if self.tag is not None and rec.get("tag") != self.tag:
                 return f"it belongs to another config (tag {rec.get('tag')!r}, expected {self.tag!r})"
-            if self.columns is not None and rec.get("columns") != self.columns:
+            if self.columns is not None and rec.get("columns") not in self._layouts:
                 return f"columns {rec.get('columns')} instead of {self.columns}"
             if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):
                 return f"{rec.get('rows')} rows instead of {int(self.rows(unit_id))}"
@@ -441,7 +444,7 @@ class ResultStore:
             return None
 
         self.units = UnitStore(self.units_dir, tag=exp.hash(), columns=COLUMNS,
-                               rows=lambda _id: exp.runs_per_unit, check=check,
+                               legacy_columns=LEGACY_COLUMNS, rows=lambda _id: exp.runs_per_unit, check=check,
                                read_kw=dict(dtype={"spawn_key": str, "seed_entropy": str,
                                                    "config_hash": str, "unit": str}),
                                stale_after=stale_after)
@@ -486,4 +489,7 @@ class ResultStore:
         ids = sorted(self.done(), key=lambda u: (order.get(u, len(order)), u))
         if not ids:
             return pd.DataFrame(columns=COLUMNS)
-        return pd.concat([self.units.read(u) for u in ids], ignore_index=True)
+        table = pd.concat([self.units.read(u) for u in ids], ignore_index=True)
+        # units written before rows recorded their kernel path were all computed directly
+        table["method"] = table["method"].fillna("data") if "method" in table else "data"
+        return table[COLUMNS]

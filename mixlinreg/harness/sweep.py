@@ -17,7 +17,7 @@ def _cores():
         return os.cpu_count() or 1
 
 
-def _work(exp, unit, store_path_parent, threads):
+def _work(exp, unit, store_path_parent, threads, method="auto"):
     """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
 
     A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
@@ -33,22 +33,22 @@ def _work(exp, unit, store_path_parent, threads):
             return dict(unit=unit.id, skipped="done")
         store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
         with threadpool_limits(limits=1):
-            rows, info = run_unit(exp, unit, n_threads=threads)
+            rows, info = run_unit(exp, unit, n_threads=threads, method=method)
         store.write(unit.id, rows)
     finally:
         store.units.release(unit.id)
     return info
 
 
-def _run_units(exp, todo, store, threads, n_jobs, backend):
+def _run_units(exp, todo, store, threads, n_jobs, backend, method):
     """Yield the workers' infos for the units ``todo`` (in completion order)."""
     import joblib
 
     if backend == "sequential" or (backend == "loky" and n_jobs == 1):
         for u in todo:
-            yield _work(exp, u, store.path.parent, threads)
+            yield _work(exp, u, store.path.parent, threads, method)
         return
-    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads) for u in todo)
+    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads, method) for u in todo)
     if backend == "dask":
         cfg = joblib.parallel_config(backend="dask")
     else:
@@ -60,14 +60,16 @@ def _run_units(exp, todo, store, threads, n_jobs, backend):
 
 
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
-                   progress=True, max_units=None, poll=2.0):
+                   progress=True, max_units=None, poll=2.0, method="auto"):
     """Run every unit of ``exp`` that the store does not hold yet; return ``(store, summary)``.
 
     ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
     so workers x threads never exceed the cores. ``backend="dask"`` sends the units to the Dask
     cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a ``Client``).
     ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
-    ``n_jobs``, the backend or the completion order.
+    ``n_jobs``, the backend or the completion order. ``method`` is the kernel path of
+    :func:`mixlinreg.ifca` (``"auto"``: the certified-Gram path where it applies); every row
+    records the path that computed it, and ``mixlinreg check-gram`` measures that the paths agree.
 
     Several processes may run the same experiment on one store at once: each unit is claimed
     before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by
@@ -101,7 +103,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
             client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
         while todo:
             waiting = []
-            for info in _run_units(exp, todo, store, threads, n_jobs, backend):
+            for info in _run_units(exp, todo, store, threads, n_jobs, backend, method):
                 if info.get("skipped") == "claimed":
                     waiting.append(info["unit"])
                     continue

@@ -1,0 +1,103 @@
+"""Do two ways of computing the same units agree? Per-row differences and sample-unit checks.
+
+Used by ``mixlinreg check-early-stop`` (the optional early stop against the full 300 iterations,
+:mod:`mixlinreg.harness.earlystop`) and ``mixlinreg check-gram`` (the certified-Gram kernel path
+against the direct one, :func:`check_paths`). Both run the same units twice and compare, row by
+row: the success flags under every rule (must not change), divergence and NaN (must not change),
+the final distances (relative change, or absolute below ``floor`` where a relative change of a
+nearly-zero distance means nothing) and the final training loss.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from .run import run_unit
+from .success import RULES, trial_success
+
+
+def compare_rows(a: pd.DataFrame, b: pd.DataFrame, plus: float, floor: float = 1e-3) -> dict:
+    """Differences between two result tables of the same unit(s), row for row."""
+    if len(a) != len(b) or not (a["init"].to_numpy() == b["init"].to_numpy()).all():
+        raise ValueError("compare_rows needs the same units' rows in the same order")
+    out = {}
+    sa, sb = trial_success(a, plus), trial_success(b, plus)
+    for r in RULES:
+        out[f"flags_changed_{r}"] = int((sa[r].to_numpy() != sb[r].to_numpy()).sum())
+    out["diverged_changed"] = int((a["diverged"].to_numpy() != b["diverged"].to_numpy()).sum())
+    for col in ("dist_nearest", "dist_matched"):
+        x = a[col].to_numpy(dtype=float)
+        y = b[col].to_numpy(dtype=float)
+        out[f"nan_mismatch_{col}"] = int((np.isnan(x) != np.isnan(y)).sum())
+        ok = ~np.isnan(x) & ~np.isnan(y)
+        big = ok & (np.abs(x) >= floor)
+        small = ok & (np.abs(x) < floor)
+        rel = np.abs(x[big] - y[big]) / np.abs(x[big])
+        out[f"max_rel_{col}"] = float(rel.max()) if rel.size else 0.0
+        out[f"max_abs_small_{col}"] = float(np.abs(x[small] - y[small]).max()) if small.any() else 0.0
+    la = a["loss"].to_numpy(dtype=float)
+    lb = b["loss"].to_numpy(dtype=float)
+    fin = np.isfinite(la) & np.isfinite(lb)
+    out["max_abs_loss"] = float(np.abs(la[fin] - lb[fin]).max()) if fin.any() else 0.0
+    out["max_rel_loss"] = float((np.abs(la[fin] - lb[fin]) / np.maximum(np.abs(la[fin]), 1e-300)).max()
+                                if fin.any() else 0.0)
+    return out
+
+
+def agrees(table: pd.DataFrame, rel_tol: float) -> bool:
+    """No flag, divergence or NaN changed and every distance >= floor moved by <= ``rel_tol``."""
+    counts = [f"flags_changed_{r}" for r in RULES] + [
+        "diverged_changed", "nan_mismatch_dist_nearest", "nan_mismatch_dist_matched"]
+    return bool((table[counts].to_numpy() == 0).all()
+                and (table[["max_rel_dist_nearest", "max_rel_dist_matched"]].to_numpy() <= rel_tol).all())
+
+
+def sample_group_units(exp, per_group, rng):
+    """``per_group`` distinct trials of every (m, n, d, k) group of ``exp``, drawn with ``rng``."""
+    units = exp.units()
+    chosen = []
+    for g in exp.groups():
+        cands = [u for u in units if (u.m, u.n, u.d, u.k) == g]
+        pick = rng.choice(len(cands), size=min(per_group, len(cands)), replace=False)
+        chosen += [cands[i] for i in sorted(pick)]
+    return chosen
+
+
+def check_paths(exps, per_group=2, methods=("data", "gram"), rel_tol=1e-3, floor=1e-3, seed=0,
+                n_threads=None, progress=print):
+    """Run sample units of each experiment on two kernel paths and compare them.
+
+    ``per_group`` trials of every (m, n, d, k) group (an R-sigma panel has one group, so that is
+    ``per_group`` trials with all its cells). Returns ``(table, verdict)``: one row per unit with
+    the differences of :func:`compare_rows`, both wall times and the second path's step counts;
+    the verdict is :func:`agrees`.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for exp in exps:
+        for unit in sample_group_units(exp, per_group, rng):
+            times = []
+            tables = []
+            for meth in methods:
+                t0 = time.perf_counter()
+                tab, _ = run_unit(exp, unit, n_threads=n_threads, method=meth)
+                times.append(time.perf_counter() - t0)
+                tables.append(tab)
+            row = dict(experiment=exp.name, preset=exp.preset, unit=unit.id, runs=len(tables[0]),
+                       method_a=str(tables[0]["method"].iloc[0]),
+                       method_b=str(tables[1]["method"].iloc[0]),
+                       seconds_a=times[0], seconds_b=times[1])
+            row.update(compare_rows(tables[0], tables[1], exp.protocol["success_plus"], floor))
+            rows.append(row)
+            if progress is not None:
+                progress(f"{exp.name}/{exp.preset} {unit.id}: {row['method_a']} {times[0]:.1f} s, "
+                         f"{row['method_b']} {times[1]:.1f} s; flags changed "
+                         f"{[row[f'flags_changed_{r}'] for r in RULES]}, max rel dist change "
+                         f"{max(row['max_rel_dist_nearest'], row['max_rel_dist_matched']):.2e}, "
+                         f"max loss change {row['max_abs_loss']:.2e}")
+    table = pd.DataFrame(rows)
+    return table, agrees(table, rel_tol)
+
