@@ -85,11 +85,14 @@ def _best_time(fn, repeats):
 
 def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2), n_iter=300,
                   n_init=10, baseline_iter=30, repeats=2, seed=0, R_sep=0.5, sigma=0.1,
-                  early_stop=(False,), progress=print):
+                  early_stop=(False,), methods=("data", "gram"), progress=print):
     """Measure kernel, NumPy baseline and GEMM throughput; return a list of result rows (dicts).
 
     ``early_stop=(False, True)`` adds rows for the kernel with the optional early stop (a shortcut
-    that freezes stationary runs; the default protocol is ``False``).
+    that freezes stationary runs; the default protocol is ``False``). ``methods``: the kernel paths
+    timed (``"data"``: every machine's rows every iteration; ``"gram"``: certified assignments and
+    shared cluster Grams); ``useful_gflops`` always counts the direct path's flop, so for the Gram
+    path it is an effective rate.
     """
     configs = CONFIGS if configs is None else configs
     rows = []
@@ -111,10 +114,10 @@ def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2),
                         lambda: numpy_ifca(mix.X, mix.y, init[1], lr[1], baseline_iter), repeats)
                     gemm = gemm_gflops(m * n, d, R * k, dtype)
                 np_per_run = t_np * n_iter / baseline_iter
-                for es in early_stop:
+                for es, meth in [(es, meth) for meth in methods for es in early_stop]:
                     t_kernel, res = _best_time(
                         lambda: ifca(mix.X, mix.y, init, lr, n_iter=n_iter, n_threads=nt,
-                                     early_stop=es), repeats)
+                                     early_stop=es, method=meth), repeats)
                     useful = 2.0 * m * n * d * (k + 1) * float(res.n_iter.sum())
                     row = dict(m=m, n=n, d=d, k=k, dtype=dtype.name, threads=nt, runs=R,
                                n_iter=n_iter, early_stop=bool(es), diverged=int(res.diverged.sum()),
@@ -130,7 +133,7 @@ def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2),
 
 
 _COLUMNS = [("m", "{}"), ("n", "{}"), ("d", "{}"), ("k", "{}"), ("dtype", "{}"), ("threads", "{}"),
-            ("runs", "{}"), ("early_stop", "{}"), ("diverged", "{}"), ("iters_done", "{}"),
+            ("runs", "{}"), ("method", "{}"), ("early_stop", "{}"), ("diverged", "{}"), ("iters_done", "{}"),
             ("kernel_s_per_run", "{:.4f}"),
             ("numpy_s_per_run", "{:.3f}"), ("speedup", "{:.1f}x"), ("useful_gflops", "{:.1f}"),
             ("gemm_gflops", "{:.1f}"), ("gemm_fraction", "{:.0%}")]
@@ -145,3 +148,44 @@ def format_table(rows):
     head = "| " + " | ".join(c for c, _ in _COLUMNS) + " |"
     sep = "|" + "|".join("---" for _ in _COLUMNS) + "|"
     return "\n".join([head, sep] + ["| " + format_row(r) + " |" for r in rows])
+
+
+# ------------------------------------------------------------------------------------------------
+# one paper-preset unit per panel, on both kernel paths, and the whole grid projected from them
+# ------------------------------------------------------------------------------------------------
+def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", methods=("data", "gram"),
+                trial=0, progress=print):
+    """Seconds of one unit of each panel on each kernel path (same process, same threads).
+
+    The unit is trial ``trial`` of the group whose ``m n`` is the median of the panel's groups.
+    The projected whole-grid time of a path sums, over the panel's groups, ``trials`` units of
+    that time scaled by ``m n / (m_u n_u)``: the direct path's cost is proportional to ``m n``;
+    for the Gram path that is an assumption (its Gram builds grow with ``m n`` as well, its Gram
+    steps do not), stated in every row.
+    """
+    from .harness import load_config
+    from .harness.run import run_unit
+
+    rows = []
+    for name in panels:
+        exp = load_config(name, preset=preset)
+        groups = sorted(exp.groups(), key=lambda g: g[0] * g[1])
+        g = groups[len(groups) // 2]
+        unit = next(u for u in exp.units() if (u.m, u.n, u.d, u.k) == g and u.trial == trial)
+        scale = sum(gg[0] * gg[1] for gg in exp.groups()) * exp.protocol["trials"] / (g[0] * g[1])
+        row = dict(panel=name, preset=preset, unit=unit.id, runs=exp.runs_per_unit,
+                   units_in_grid=len(exp.units()), projection="linear in m n")
+        for meth in methods:
+            t0 = time.perf_counter()
+            tab, _ = run_unit(exp, unit, method=meth)
+            sec = time.perf_counter() - t0
+            row[f"seconds_{meth}"] = sec
+            row[f"projected_hours_{meth}"] = sec * scale / 3600.0
+            row[f"method_{meth}"] = str(tab["method"].iloc[0])
+        if len(methods) == 2:
+            row["speedup"] = row[f"seconds_{methods[0]}"] / row[f"seconds_{methods[1]}"]
+        rows.append(row)
+        if progress is not None:
+            progress(" | ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                for k, v in row.items()))
+    return rows

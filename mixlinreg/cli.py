@@ -58,6 +58,20 @@ def _bench(args):
         configs = {(100, 100, 1000, 2): CONFIGS[(100, 100, 1000, 2)]}
     dtypes = [np.float32] if args.quick else [np.float32, np.float64]
     es = (False, True) if args.with_early_stop else (False,)
+    if args.units:
+        from .bench import bench_units
+
+        rows = bench_units(panels=args.units, preset=args.preset)
+        total = {m: sum(r[f"projected_hours_{m}"] for r in rows) for m in ("data", "gram")}
+        print(f"projected grid ({', '.join(args.units)}; {args.preset} preset, linear in m n): "
+              f"data path {total['data']:.1f} h, gram path {total['gram']:.1f} h "
+              f"({total['data'] / total['gram']:.2f}x)")
+        if args.csv:
+            import pandas as pd
+
+            atomic_write(args.csv, pd.DataFrame(rows).to_csv(index=False))
+            print(f"wrote {args.csv}")
+        return 0
     rows = run_benchmark(configs=configs, dtypes=dtypes, threads=args.threads, n_iter=args.n_iter,
                          repeats=args.repeats, seed=args.seed, early_stop=es)
     print()
@@ -331,6 +345,10 @@ def build_parser():
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--with-early-stop", action="store_true",
                    help="also time the kernel with the optional early stop (extra rows)")
+    b.add_argument("--units", nargs="+", default=None, choices=PANELS, metavar="PANEL",
+                   help="instead: one unit of each named panel on the data and gram paths, and the "
+                        "whole grid projected from them")
+    b.add_argument("--preset", default="paper", help="preset of --units [paper]")
     b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
 
