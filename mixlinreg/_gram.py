@@ -448,7 +448,9 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
                     charge += 2.0 * n * d * d * int(mk.sum()) / demand[q]
             gain = flop_assigned - cost
             new = {q for q, mk in zip(keys, ms) if mk.any() and q not in cache.slot_of}
-            if gain <= 0 or (n_iter - it - 1) * gain < charge or len(new) > cache.free_slots():
+            idle = {q for q in keys if q in cache.slot_of and cache.refs[cache.slot_of[q]] == 0}
+            if gain <= 0 or (n_iter - it - 1) * gain < charge or \
+                    len(new) > cache.free_slots() - len(idle):
                 continue
             c = yidx[r]
             # cached Grams first, so that building a missing one cannot drop one this run needs

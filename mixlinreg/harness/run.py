@@ -87,5 +87,6 @@ def run_unit(exp, unit, n_threads=None, method="auto"):
     }, columns=COLUMNS)
     info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
                 diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),
-                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                method=res.method, path_stats=res.path_stats)
     return rows, info
