@@ -33,8 +33,6 @@ SIMD_COLUMNS = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 #: Relative margin added to both sides of every certified comparison of two losses, on top of the
 #: rigorous bound of a forward pass's rounding (so a near-tie is always evaluated exactly).
 CERT_REL_MARGIN = 1e-4
-#: Direct iterations a run's partition must hold before the run switches to Gram iterations.
-GRAM_ENTRY_STABLE = 2
 #: Cost model for giving a certified run cluster Grams (a performance choice only): reading one byte
 #: of a Gram counts as this many flop (this machine: ~10 GB/s per core against ~100 GFLOP/s).
 GRAM_FLOP_PER_BYTE = 10.0

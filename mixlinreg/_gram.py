@@ -2,43 +2,46 @@
 
 Squared (or ridge) loss, full data, gradient averaging, every machine every iteration: the setting
 of the paper's Section 6.1. The path computes the same iterations as the direct path
-(:func:`mixlinreg._kernels._ifca_kernel`), skipping work that cannot change them:
+(:func:`mixlinreg._kernels._ifca_kernel`), skipping work that cannot change them. Each iteration,
+each live run takes one of three steps (:func:`run_gram`):
 
-* **Direct iterations.** A run starts on the direct path (every machine's forward pass for the k
-  models, the gradient at the assigned model). Each direct iteration also keeps every machine's k
-  losses, from which the bounds below are set.
-* **Certified assignments.** With ``r_ij = ||X_i theta_j - y_i||`` and ``s_i`` the largest
-  singular value of ``X_i``, a move of ``theta_j`` by ``delta_j`` changes ``r_ij`` by at most
-  ``s_i delta_j``. Per (run, machine) the path keeps an upper bound ``U_i`` of the assigned model's
-  residual norm and lower bounds ``Lo_ij`` of the others', moved by ``s_i delta_j`` after each
-  update. A run's assignments are *certified* when, for every machine and every other model,
-  ``(U_i + rho)^2 / n + pen_a`` (times ``1 + CERT_REL_MARGIN``) is below
-  ``(Lo_ij - rho)^2 / n + pen_j`` (times ``1 - CERT_REL_MARGIN``): then the argmin of the losses
-  that the direct path would compute is the current assignment, ties and rounding included.
-  ``rho = 2 gamma_d ||X_i||_F ||theta_j||`` bounds the rounding of a forward pass in the working
-  dtype (``gamma_d = d u / (1 - d u)``, ``u`` the unit roundoff; the factor 2 covers the
-  evaluation that set the bound and the one it stands for). A run whose assignments are not
-  certified is evaluated exactly (a forward pass of all its machines, which also resets its
-  bounds); if an assignment changed, the run goes back to direct iterations.
-* **Shared cluster Grams.** Once a run's partition held for ``GRAM_ENTRY_STABLE`` direct
-  iterations it switches to Gram iterations: the gradient sum of cluster j is
-  ``(2 / n) (A_j theta_j - b_j) + l2 |S_j| theta_j`` with ``A_j = sum_{i in S_j} X_i^T X_i`` and
-  ``b_j = sum_{i in S_j} X_i^T y_i``, costing ``2 d^2`` per model instead of ``2 |S_j| n d``.
-  ``A_j`` depends only on X and the set ``S_j``, so it is shared by every run (and every response
-  variant) whose cluster has that set; it is built once, in float64, from the data, and kept in a
-  cache of ``gram_memory`` bytes (least recently used unreferenced Grams are dropped). All runs
-  using one Gram are advanced by one GEMM.
-* The update, divergence and early-stop checks and the trace are those of the direct path
-  (:func:`mixlinreg._kernels._finish_all`); the final labels and loss come from the same exact
-  evaluation (:func:`mixlinreg._kernels._final_eval`).
+* **full**: the direct path's iteration (every model's loss on every machine, the gradient at the
+  assigned model). Its exact losses also set the run's bounds (below).
+* **assigned**: the run's assignments are *certified*, so only the gradient at the assigned model
+  is computed (one forward pass instead of k).
+* **gram**: certified, and the gradient comes from shared cluster Grams.
+
+Certified assignments. With ``r_ij = ||X_i theta_j - y_i||`` and ``s_i`` the largest singular
+value of ``X_i``, a move of ``theta_j`` by ``delta_j`` changes ``r_ij`` by at most
+``s_i delta_j``. Per (run, machine) the path keeps an upper bound ``U_i`` of the assigned model's
+residual norm and lower bounds ``Lo_ij`` of the others', set by every exact evaluation and widened
+by ``s_i delta_j`` after every update. A run's assignments are certified when, for every machine
+and every other model, ``(U_i + rho)^2 / n + pen_a`` (times ``1 + CERT_REL_MARGIN``) is below
+``(Lo_ij - rho)^2 / n + pen_j`` (times ``1 - CERT_REL_MARGIN``): then the argmin of the losses the
+direct path would compute is the current assignment, ties and rounding included.
+``rho = 2 gamma_d ||X_i||_F ||theta_j||`` bounds the rounding of a forward pass in the working
+dtype (``gamma_d = d u / (1 - d u)``, ``u`` the unit roundoff; the factor 2 covers the evaluation
+that set the bound and the one it stands for). A run that is not certified takes a full step.
+
+Shared cluster Grams. The gradient sum of cluster j is
+``(2 / n) (A_j theta_j - b_j) + l2 |S_j| theta_j`` with ``A_j = sum_{i in S_j} X_i^T X_i`` and
+``b_j = sum_{i in S_j} X_i^T y_i``, costing ``2 d^2`` per model instead of ``2 |S_j| n d``.
+``A_j`` depends only on X and the set ``S_j``, so it is shared by every run (and every response
+variant) whose cluster has that set; it is built once, in float64, from the data, and kept in a
+cache of ``gram_memory`` bytes (least recently used unreferenced Grams are dropped). All runs using
+one Gram are advanced by one GEMM. A certified run takes Grams when a cost model says they are
+cheaper than assigned steps (:func:`run_gram`'s ``enter``), and gives them back when its partition
+changes.
+
+The update, divergence and early-stop checks and the trace are those of the direct path
+(:func:`mixlinreg._kernels._finish_all`); the final labels and loss come from the same exact
+evaluation (:func:`mixlinreg._kernels._final_eval`).
 
 Invariant: in exact arithmetic every iteration equals the direct path's. In floating point the
-gradient sums differ by rounding (the Gram path sums in float64 what the direct path sums per
+gradient sums differ by rounding (the Gram step sums in float64 what the direct path sums per
 machine in the working dtype); the assignments are those the direct path would compute from the
-same models.
-
-Which runs are direct and which use Grams, how often bounds fail and how many Grams were built are
-performance decisions only: they never change a decision that the direct path would make.
+same models. Which step a run takes, how often bounds fail and which Grams are cached are choices
+of cost only: they never change a decision that the direct path would make.
 """
 
 from __future__ import annotations
@@ -339,9 +342,8 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     :func:`mixlinreg.ifca`). Each iteration, every live run takes one of three kinds of step:
 
     * **full**: the direct path's iteration (every model's loss on every machine, the gradient at
-      the assigned model); its exact losses reset the run's bounds. Runs whose partition has not
-      held for ``GRAM_ENTRY_STABLE`` iterations, runs whose assignments are not certified, and
-      every run when a trace is recorded take this step.
+      the assigned model); its exact losses reset the run's bounds. The first iteration, runs whose
+      assignments are not certified, and every run when a trace is recorded take this step.
     * **assigned**: assignments certified, the gradient at the assigned model only (one forward
       pass instead of k).
     * **gram**: assignments certified, the gradient from the cluster Grams.
@@ -373,7 +375,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     delta = np.zeros((R, k))
     norms = np.zeros((R, k))
     ok = np.zeros(R, dtype=np.bool_)
-    stable = np.zeros(R, dtype=np.int64)
+    has_bounds = np.zeros(R, dtype=np.bool_)  # set by a run's first full step
     in_gram = np.zeros(R, dtype=np.bool_)
     slots = np.full((R, k), -1, dtype=np.int64)
     bvec = np.zeros((R, k, d))
@@ -466,7 +468,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
             break
         # which runs' assignments are certified
         ok[:] = False
-        settled = np.flatnonzero(live & (stable >= _config.GRAM_ENTRY_STABLE))
+        settled = np.flatnonzero(live & has_bounds)
         if settled.size and not do_trace:
             cert = np.zeros(settled.size, dtype=np.bool_)
             _model_norms(settled, settled.size, theta, norms)
@@ -485,7 +487,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
                    ITERATE, False, 1, False, nopart, it,
                    Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
             same = (asg[full] == asg_prev[full]).all(axis=1)
-            stable[full] = np.where(same, stable[full] + 1, 0)
+            has_bounds[full] = True
             for r in full[~same & in_gram[full]]:
                 leave(r)
             _model_norms(full, full.size, theta, norms)
@@ -500,7 +502,6 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
                    dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
                    ASSIGNED, False, 1, False, nopart, it,
                    Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall, gflat, cbuf)
-            stable[assigned] += 1
             finish(assigned, nap * k, gflat, cbuf, it)
             stats["assigned_iterations"] += int(assigned.size)
             lap("assigned")
@@ -525,7 +526,6 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
             gs[:] = 0.0
             _gram_gradients(cache.grams, cs[c0], c0, c1, cr, cj, pos,
                             cache.size[cs].astype(np.float64), theta, bvec, l2, n, W, Tb, Ob, gs)
-            stable[gram] += 1
             finish(gram, W, gs, cbuf1, it)
             stats["gram_iterations"] += int(na)
             lap("gram")
