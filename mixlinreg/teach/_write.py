@@ -198,23 +198,26 @@ def _atomic_write(path, data, mode="w"):
     os.replace(tmp, path)
 
 
-def save_view(name, fig, anim, out, *, html_animation=True, fps=2):
-    """Save ``name.png``, ``name.gif`` and (optionally) ``name.html`` under ``out``."""
+def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
+    """Save ``name.png``, ``name.gif`` and (optionally) ``name.html`` under ``out``.
+
+    ``scale`` multiplies the resolutions (``PNG_DPI``, ``GIF_DPI``); the smoke setting uses 0.5.
+    """
     from matplotlib.animation import PillowWriter
 
     out = FsPath(out)
     paths = []
     png = out / f"{name}.png"
-    fig.savefig(png, dpi=PNG_DPI)
+    fig.savefig(png, dpi=PNG_DPI * scale)
     paths.append(png)
     gif = out / f"{name}.gif"
     tmp = out / f".{name}.tmp.gif"
-    anim.save(tmp, writer=PillowWriter(fps=fps), dpi=GIF_DPI)
+    anim.save(tmp, writer=PillowWriter(fps=fps), dpi=GIF_DPI * scale)
     os.replace(tmp, gif)
     paths.append(gif)
     if html_animation:
         page = out / f"{name}.html"
-        anim._fig.set_dpi(GIF_DPI)
+        anim._fig.set_dpi(GIF_DPI * scale)
         body = anim.to_jshtml(fps=fps, default_mode="once")
         _atomic_write(page, "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
                       f"mixlinreg teach: {name}</title></head><body>\n{body}\n</body></html>\n")
@@ -280,7 +283,8 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
         t0 = time.perf_counter()
         with _theme():
             fig, anim, caption, summary = build(v, settings)
-            files = save_view(v, fig, anim, out, html_animation=html_animation)
+            files = save_view(v, fig, anim, out, html_animation=html_animation,
+                              scale=0.5 if smoke else 1.0)
         result[v] = {"files": files, "summary": summary, "caption": caption}
         entries.append((v, caption, files))
         if progress is not None:
