@@ -409,7 +409,7 @@ def contraction_figure(c):
     return fig
 
 
-def contraction_animation(c, interval=500):
+def contraction_animation(c, max_frames=30, interval=500):
     """Animated contraction view: the error curves drawn one iteration at a time."""
     fig = _figure((6.4, 5.6))
     ax = fig.subplots()
@@ -423,8 +423,8 @@ def contraction_animation(c, interval=500):
                      fontsize="medium")
         return []
 
-    return FuncAnimation(fig, update, frames=list(range(c.err.shape[0])), interval=interval,
-                         blit=False)
+    return FuncAnimation(fig, update, frames=_frames(c.err.shape[0] - 1, max_frames),
+                         interval=interval, blit=False)
 
 
 # ---------------------------------------------------------------------------------- hard vs soft

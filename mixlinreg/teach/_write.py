@@ -35,7 +35,7 @@ class Settings:
 FULL = Settings()
 SMOKE = Settings(m=9, n=8, n_iter=3, basin_grid=6, basin_iter=4, soft_iter=3,
                  contraction=(("m", 40), ("n_prime", 10), ("d", 4), ("n_iter", 5), ("n_runs", 2)),
-                 max_frames=3)
+                 max_frames=2)
 
 
 def check_views(names):
@@ -157,7 +157,8 @@ def build(view, settings=FULL):
                "predicted for correctly clustered steps; dash-dot: Corollary 1's floor "
                "(sigma/p) sqrt(d/(m n')) with its unknown constant set to 1 (its shape, not a value "
                "from the paper). paper_checks.md (T1, C1) measures both at scale.")
-        return (V.contraction_figure(c), V.contraction_animation(c), cap, c.summary())
+        return (V.contraction_figure(c), V.contraction_animation(c, s.max_frames), cap,
+                c.summary())
     if view == "soft":
         from ..baselines import soft_ifca  # noqa: F401  (soft IFCA comes from the baselines)
 
