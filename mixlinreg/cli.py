@@ -189,7 +189,8 @@ def _teach(args):
         return 2
     t0 = time.perf_counter()
     res = write_views(views, out, smoke=args.smoke, html_animation=not args.no_html)
-    print(f"teach: {len(views)} views in {time.perf_counter() - t0:.1f} s; wrote {res['index']}")
+    print(f"teach: {len(views)} view{'s' if len(views) > 1 else ''} in "
+          f"{time.perf_counter() - t0:.1f} s; wrote {res['index']}")
     return 0
 
 

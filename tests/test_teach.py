@@ -233,6 +233,11 @@ def test_cli_teach_smoke(tmp_path, capsys):
         assert f"<img src='{v}.gif'" in index and f"<a href='{v}.html'>" in index
     assert index.count("<p>") >= len(teach.VIEWS)
     assert not list(out.glob(".*"))  # no temporary files left
+    # remaking one view keeps the others in the index
+    assert main(["teach", "soft", "--smoke", "--no-html", "--out", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    assert all(f"id='{v}'" in index for v in teach.VIEWS)
+    assert "<a href='soft.html'>" not in index and "<a href='lines.html'>" in index
 
 
 def test_cli_teach_errors(tmp_path, capsys):

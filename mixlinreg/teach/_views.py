@@ -486,7 +486,7 @@ def soft_figure(mix, paths, names):
     fig = _figure((10.0, 4.6))
     ax_plane, ax_err = fig.subplots(1, 2)
     _soft_axes(ax_plane, ax_err, mix, paths, names, len(paths[0].dist) - 1, local)
-    ax_plane.set_title("paths of the models (first two runs)", fontsize="medium")
+    ax_plane.set_title(f"paths: {names[0]} (solid), {names[1]} (dashed)", fontsize="small")
     ax_err.set_title("error per iteration", fontsize="medium")
     _soft_legend(fig, mix.k, names, loc="outside right center")
     return fig

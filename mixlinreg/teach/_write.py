@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import tempfile
 import time
@@ -226,8 +227,17 @@ def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
     return paths
 
 
-def write_index(out, entries):
-    """``index.html``: every view's animation (GIF), static figure and caption."""
+def _write_record(out, name, caption, summary, files):
+    """``name.json``: the caption, the one-line summary and the files of one view (for the index)."""
+    rec = {"view": name, "caption": caption, "summary": summary,
+           "files": [FsPath(f).name for f in files]}
+    _atomic_write(FsPath(out) / f"{name}.json", json.dumps(rec, indent=1) + "\n")
+
+
+def write_index(out):
+    """``index.html``: every view present in ``out`` (its ``.json`` record), in ``VIEWS`` order,
+    with its animation (GIF), static figure and caption; views written by earlier calls stay."""
+    out = FsPath(out)
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              "<title>mixlinreg: teaching IFCA</title>",
              "<style>body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
@@ -236,17 +246,23 @@ def write_index(out, entries):
              "<p>Every picture is drawn from real runs of <code>mixlinreg.ifca</code> "
              "(soft IFCA: <code>mixlinreg.baselines.soft_ifca</code>); made by "
              "<code>mixlinreg teach</code>.</p>"]
-    for name, caption, files in entries:
-        names = {FsPath(f).suffix: FsPath(f).name for f in files}
+    for name in VIEWS:
+        rec_path = out / f"{name}.json"
+        if not rec_path.is_file():
+            continue
+        rec = json.loads(rec_path.read_text())
+        present = {FsPath(f).suffix: f for f in rec["files"] if (out / f).is_file()}
         parts.append(f"<section id='{name}'><h2>{html.escape(name)}</h2>")
-        parts.append(f"<p>{html.escape(caption)}</p>")
-        parts.append(f"<img src='{names['.gif']}' alt='{name} animation'>")
-        parts.append(f"<img src='{names['.png']}' alt='{name} figure'>")
-        if ".html" in names:
-            parts.append(f"<p><a href='{names['.html']}'>step through the animation</a></p>")
+        parts.append(f"<p>{html.escape(rec['caption'])}</p>")
+        if ".gif" in present:
+            parts.append(f"<img src='{present['.gif']}' alt='{name} animation'>")
+        if ".png" in present:
+            parts.append(f"<img src='{present['.png']}' alt='{name} figure'>")
+        if ".html" in present:
+            parts.append(f"<p><a href='{present['.html']}'>step through the animation</a></p>")
         parts.append("</section>")
     parts.append("</body></html>\n")
-    path = FsPath(out) / "index.html"
+    path = out / "index.html"
     _atomic_write(path, "\n".join(parts))
     return path
 
@@ -271,7 +287,9 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     Returns
     -------
     dict
-        ``{view: {"files": [...], "summary": str, "caption": str}}`` plus ``"index"``.
+        ``{view: {"files": [...], "summary": str, "caption": str}}`` plus ``"index"``. Each view
+        also gets ``name.json`` (caption and summary); ``index.html`` shows every view recorded
+        in ``out``, so views can be (re)made one at a time.
     """
     from ..plots import _theme
 
@@ -279,16 +297,15 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     out = check_out_dir(out)
     settings = SMOKE if smoke else FULL
     result = {}
-    entries = []
     for v in views:
         t0 = time.perf_counter()
         with _theme():
             fig, anim, caption, summary = build(v, settings)
             files = save_view(v, fig, anim, out, html_animation=html_animation,
                               scale=0.5 if smoke else 1.0)
+        _write_record(out, v, caption, summary, files)
         result[v] = {"files": files, "summary": summary, "caption": caption}
-        entries.append((v, caption, files))
         if progress is not None:
             progress(f"[{v}] {summary} ({time.perf_counter() - t0:.1f} s)")
-    result["index"] = write_index(out, entries)
+    result["index"] = write_index(out)
     return result
