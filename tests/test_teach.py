@@ -252,3 +252,20 @@ def test_cli_teach_errors(tmp_path, capsys):
     assert main(["teach", "--out", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "is a file" in err
+
+
+def test_readme_teach_numbers_are_the_committed_runs():
+    """Every number in the README's 'measured' list is printed in a committed view record."""
+    import json
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("Measured by `mixlinreg teach all")[1].split("**The lesson**")[0]
+    numbers = re.findall(r"\d+\.\d+|\d+%", section)
+    assert len(numbers) >= 8
+    records = " ".join(
+        json.loads((ROOT / "figures" / "teach" / f"{v}.json").read_text())["summary"] + " "
+        + json.loads((ROOT / "figures" / "teach" / f"{v}.json").read_text())["caption"]
+        for v in teach.VIEWS)
+    for x in numbers:
+        assert x in records, x
