@@ -363,6 +363,8 @@ class Contraction:
         :func:`mixlinreg.theory.linear.stationary_rms`: the RMS floor of the correctly clustered
         iteration.
     settings : dict
+    transient : ndarray (T + 1, R, k) of bool
+        The points the factor was fitted on.
     """
 
     err: np.ndarray
@@ -372,6 +374,7 @@ class Contraction:
     floor_form: float
     floor_exact: float
     settings: dict
+    transient: np.ndarray | None = None
 
     def summary(self) -> str:
         """One line: the measured factor next to the theorem's."""
@@ -441,4 +444,5 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
                        floor_exact=floor_exact,
                        settings=dict(m=m, n_prime=n_prime, d=d, sigma=sigma, k=k, p=p,
                                      n_iter=n_iter, n_runs=n_runs, alpha0=alpha0,
-                                     lr=1.0 / (4.0 * p)))
+                                     lr=1.0 / (4.0 * p)),
+                       transient=ok)

@@ -394,9 +394,10 @@ def contraction_figure(c):
     matplotlib.figure.Figure
     """
     s = c.settings
-    fig = _figure((7.0, 5.6))
-    ax = fig.subplots()
+    fig = _figure((11.5, 5.4))
+    ax, ax_r = fig.subplots(1, 2, width_ratios=(1.3, 1))
     _contraction_axes(ax, c)
+    _ratio_axes(ax_r, c)
     f = c.factor
     ax.text(0.98, 0.97, f"measured factor per iteration: {f.est:.3f} [{f.lo:.3f}, {f.hi:.3f}]\n"
                         f"Theorem 1: {c.factor_theorem:.3f}   (exact here: {c.factor_exact:.3f})",
@@ -407,6 +408,37 @@ def contraction_figure(c):
                  fontsize="medium")
     _contraction_legend(fig, c, loc="outside lower center", ncol=2)
     return fig
+
+
+def _ratio_axes(ax, c):
+    """Per-step ratios e_{t+1} / e_t: filled where the fit used them (transient), hollow after."""
+    cols = palette(3)
+    T = c.err.shape[0] - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = c.err[1:] / c.err[:-1]
+    used = c.transient[:-1] & c.transient[1:] if c.transient is not None else np.ones_like(ratio,
+                                                                                          bool)
+    jitter = np.linspace(-0.15, 0.15, c.err.shape[1])
+    for j in range(c.err.shape[2]):
+        for r in range(c.err.shape[1]):
+            t = np.arange(T) + 0.5 + jitter[r]
+            u = used[:, r, j]
+            ax.plot(t[u], ratio[u, r, j], ls="none", marker=MARKERS[j], ms=5, color=cols[j])
+            ax.plot(t[~u], ratio[~u, r, j], ls="none", marker=MARKERS[j], ms=5, mfc="none",
+                    color=cols[j])
+    ax.axhline(c.factor_theorem, color="black", ls="--", lw=1.5)
+    fit_col = palette(4)[3]
+    ax.axhline(c.factor.est, color=fit_col, lw=2)
+    ax.set_ylim(0, max(1.6, float(np.nanmax(np.where(np.isfinite(ratio), ratio, 0))) * 1.05))
+    ax.set_xlim(0, T)
+    ax.set_xlabel("step t -> t + 1")
+    ax.set_ylabel("error ratio e_{t+1} / e_t")
+    ax.set_title("one point per start and cluster;\nhollow: at the floor, not fitted",
+                 fontsize="medium")
+    ax.legend(handles=[
+        Line2D([], [], color="black", ls="--", label="Theorem 1: 1/2"),
+        Line2D([], [], color=fit_col, lw=2, label=f"measured (fit): {c.factor.est:.3f}")],
+        fontsize="small", loc="upper left")
 
 
 def contraction_animation(c, max_frames=30, interval=500):
