@@ -269,3 +269,13 @@ def test_readme_teach_numbers_are_the_committed_runs():
         for v in teach.VIEWS)
     for x in numbers:
         assert x in records, x
+
+
+def test_docstring_examples():
+    import doctest
+
+    from mixlinreg.teach import _runs
+
+    for mod in (teach, _runs):
+        result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and (mod is teach or result.attempted >= 8)

@@ -88,7 +88,7 @@ def line_mixture(k=3, m=30, n=20, sigma=0.3, *, theta_star=None, rng=0):
     --------
     >>> from mixlinreg.teach import line_mixture
     >>> mix = line_mixture(k=2, m=10, n=5, rng=0)
-    >>> mix.X.shape, mix.y.shape, mix.X[0, 0, 0]
+    >>> mix.X.shape, mix.y.shape, float(mix.X[0, 0, 0])
     ((10, 5, 2), (10, 5), 1.0)
     """
     k = check_int("k", k, low=2)

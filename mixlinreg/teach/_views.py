@@ -117,9 +117,21 @@ def lines_figure(mix, path, panels=4):
 def lines_animation(mix, path, max_frames=30, interval=500):
     """Animated lines view (one frame per iteration, at most ``max_frames``).
 
+    Parameters
+    ----------
+    mix : LineMixture
+    path : Path
+        From :func:`mixlinreg.teach.ifca_path` on ``mix``.
+    max_frames : int, default 30
+        Longer runs show ``max_frames`` iterations spread geometrically (early iterations change
+        most), always including the first and the last.
+    interval : int, default 500
+        Milliseconds between frames (HTML); GIFs are saved at 2 frames per second.
+
     Returns
     -------
     matplotlib.animation.FuncAnimation
+        Save it with ``anim.save("x.gif", writer=PillowWriter(fps=2))`` or ``anim.to_jshtml()``.
     """
     fig = _figure((5.6, 4.6))
     ax = fig.subplots()
@@ -215,6 +227,13 @@ def _pooled_metric(mix):
 def plane_figure(mix, path, panels=4):
     """Static parameter-plane view (d = 2) at a few iterations.
 
+    Parameters
+    ----------
+    mix : LineMixture
+    path : Path
+        From :func:`mixlinreg.teach.ifca_path` on ``mix``.
+    panels : int, default 4
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -234,7 +253,7 @@ def plane_figure(mix, path, panels=4):
 
 
 def plane_animation(mix, path, max_frames=30, interval=500):
-    """Animated parameter-plane view."""
+    """Animated parameter-plane view; parameters as :func:`lines_animation`."""
     local = local_estimates(mix)
     S = _pooled_metric(mix)
     xlim, ylim = _plane_limits(mix, path, local)
@@ -331,7 +350,20 @@ def basin_figure(mixes, bmaps):
 
 
 def basin_animation(mixes, bmaps, max_frames=20, interval=500):
-    """Animated basin maps: the starts that have succeeded by each iteration."""
+    """Animated basin maps: the starts that have succeeded by each iteration.
+
+    Parameters
+    ----------
+    mixes : sequence of LineMixture
+    bmaps : sequence of BasinMap
+        From :func:`mixlinreg.teach.basin_map`, one per mixture.
+    max_frames, interval : int
+        As in :func:`lines_animation`.
+
+    Returns
+    -------
+    matplotlib.animation.FuncAnimation
+    """
     n_iter = bmaps[0].n_iter
     fig = _figure((4.4 * len(bmaps), 5.0))
     axs = np.atleast_1d(fig.subplots(1, len(bmaps)))
@@ -389,6 +421,14 @@ def _contraction_legend(fig, c, **kw):
 def contraction_figure(c):
     """Static contraction view with the measured factor printed next to the theorem's.
 
+    Left: error per iteration (log scale) with Theorem 1's factor 1/2, the known-cluster floor and
+    Corollary 1's floor form; right: the per-step ratios the factor is fitted on.
+
+    Parameters
+    ----------
+    c : Contraction
+        From :func:`mixlinreg.teach.contraction_run`.
+
     Returns
     -------
     matplotlib.figure.Figure
@@ -442,7 +482,18 @@ def _ratio_axes(ax, c):
 
 
 def contraction_animation(c, max_frames=30, interval=500):
-    """Animated contraction view: the error curves drawn one iteration at a time."""
+    """Animated contraction view: the error curves drawn one iteration at a time.
+
+    Parameters
+    ----------
+    c : Contraction
+    max_frames, interval : int
+        As in :func:`lines_animation`.
+
+    Returns
+    -------
+    matplotlib.animation.FuncAnimation
+    """
     fig = _figure((6.4, 5.6))
     ax = fig.subplots()
     _contraction_legend(fig, c, loc="outside lower center", ncol=1)
@@ -525,7 +576,7 @@ def soft_figure(mix, paths, names):
 
 
 def soft_animation(mix, paths, names, max_frames=30, interval=400):
-    """Animated hard vs soft view."""
+    """Animated hard vs soft view; parameters as :func:`soft_figure` and :func:`lines_animation`."""
     local = local_estimates(mix)
     fig = _figure((9.6, 4.6))
     ax_plane, ax_err = fig.subplots(1, 2)
