@@ -279,3 +279,15 @@ def test_docstring_examples():
     for mod in (teach, _runs):
         result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
         assert result.failed == 0 and (mod is teach or result.attempted >= 8)
+
+
+def test_bad_input_named():
+    mix = teach.line_mixture(k=2, m=6, n=8, sigma=0.0, rng=0)
+    with pytest.raises(ValueError, match="tol"):
+        teach.basin_map(mix, 0.5, 3, grid=3)  # sigma = 0: the default 0.6 sigma is no threshold
+    with pytest.raises(ValueError, match="init"):
+        teach.ifca_path(mix, np.zeros((3, 2)), 0.5, 3)
+    with pytest.raises(ValueError, match="alpha0"):
+        teach.basin_map(mix, 0.5, 3, alpha0=0.7, tol=0.1)
+    with pytest.raises(ValueError, match="grid"):
+        teach.basin_map(mix, 0.5, 3, grid=1, tol=0.1)
