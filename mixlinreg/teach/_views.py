@@ -595,5 +595,7 @@ def soft_animation(mix, paths, names, max_frames=30, interval=400):
         ax_plane.set_title(f"iteration {it}", fontsize="medium")
         return []
 
-    return FuncAnimation(fig, update, frames=_frames(len(paths[0].dist) - 1, max_frames),
-                         interval=interval, blit=False)
+    T = len(paths[0].dist) - 1
+    # evenly spaced: soft IFCA's interesting part comes late (it escapes after tens of iterations)
+    frames = sorted(set(np.linspace(0, T, min(max_frames, T + 1)).round().astype(int).tolist()))
+    return FuncAnimation(fig, update, frames=frames, interval=interval, blit=False)
