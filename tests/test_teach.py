@@ -72,7 +72,8 @@ def basin():
 
 
 def _succeeds(mix, init, bm):
-    res = mlr.ifca(mix.X, mix.y, init[None], bm.lr, n_iter=bm.n_iter, dtype=np.float64, n_threads=1)
+    res = mlr.ifca(mix.X, mix.y, init[None], bm.lr, n_iter=bm.n_iter, dtype=np.float64,
+                   n_threads=1)
     return bool(mlr.dist_matched(res.theta[0], mix.theta_star) <= bm.tol) and not res.diverged[0]
 
 
