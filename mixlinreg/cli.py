@@ -1,5 +1,5 @@
-"""Command line interface: ``mixlinreg reproduce``, ``check``, ``compare``, ``digits``, ``demo`` and
-``bench``."""
+"""Command line interface: ``mixlinreg reproduce``, ``check``, ``compare``, ``digits``, ``teach``,
+``demo`` and ``bench``."""
 
 from __future__ import annotations
 
@@ -247,6 +247,22 @@ def _check(args):
     return 0
 
 
+def _teach(args):
+    from .teach import check_out_dir, check_views, write_views
+
+    try:
+        views = check_views(args.views or ["all"])
+        out = check_out_dir(args.out)
+    except ValueError as exc:
+        print(f"mixlinreg teach: {exc}", file=sys.stderr)
+        return 2
+    t0 = time.perf_counter()
+    res = write_views(views, out, smoke=args.smoke, html_animation=not args.no_html)
+    print(f"teach: {len(views)} view{'s' if len(views) > 1 else ''} in "
+          f"{time.perf_counter() - t0:.1f} s; wrote {res['index']}")
+    return 0
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -379,6 +395,16 @@ def build_parser():
                    help="resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
     g.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
     g.set_defaults(func=_digits)
+
+    h = sub.add_parser("teach", help="figures and animations that teach IFCA (PNG, GIF, HTML) "
+                                     "and an index.html showing them")
+    h.add_argument("views", nargs="*", metavar="VIEW",
+                   help="lines, plane, basin, contraction, soft or all [all]")
+    h.add_argument("--out", default="figures/teach", help="output folder [figures/teach]")
+    h.add_argument("--smoke", action="store_true", help="tiny problems and few frames (seconds)")
+    h.add_argument("--no-html", action="store_true",
+                   help="skip the self-contained HTML animations (PNG and GIF only)")
+    h.set_defaults(func=_teach)
     return p
 
 

@@ -1,0 +1,73 @@
+"""Teaching IFCA: figures and animations of alternating minimization in low dimension.
+
+Every picture is drawn from real runs of the package: :func:`mixlinreg.ifca` with ``trace=True``
+(assignments, training loss and distances per iteration) and, for the soft variant,
+:func:`mixlinreg.baselines.soft_ifca`. No second implementation of the algorithm is used.
+
+Views (each a static multi-panel figure and an animation):
+
+* **lines**: a mixture of regression lines ``y = a + b t`` (design with an intercept column), each
+  machine's points coloured by the model it picks, the k fitted lines moving;
+* **plane** (d = 2): true parameters, each machine's own least-squares fit coloured by its
+  assignment, the models with trails, and the region each model wins;
+* **basin**: over a 2-D slice of initializations (model 1's start), which succeed and in how
+  many iterations, with Assumption 1's ball for a given ``alpha0``; k = 2 and k = 3;
+* **contraction**: resampled IFCA's error against iteration (log scale) with Theorem 1's factor
+  1/2 and Corollary 1's floor, and the measured factor next to the theorem's;
+* **soft**: hard IFCA against soft IFCA from the same start.
+
+``mixlinreg teach [lines|plane|basin|contraction|soft|all] --out DIR`` writes them (PNG, GIF and
+self-contained HTML) with an ``index.html``; :func:`write_views` is the same from Python.
+
+Examples
+--------
+>>> import mixlinreg as mlr
+>>> from mixlinreg import teach
+>>> mix = teach.line_mixture(k=2, m=10, n=20, rng=0)
+>>> path = teach.ifca_path(mix, mlr.init_close(mix.theta_star, 0.25, 1, rng=1)[0], 0.5, 10)
+>>> fig = teach.lines_figure(mix, path)
+>>> float(path.dist[-1]) < float(path.dist[0])
+True
+
+References
+----------
+Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning"
+(long version): Algorithm 2, Assumption 1, Theorem 1 and Corollary 1.
+"""
+
+from ._runs import (
+    THETA_STAR,
+    BasinMap,
+    Contraction,
+    LineMixture,
+    Path,
+    basin_map,
+    contraction_run,
+    ifca_path,
+    line_mixture,
+    soft_path,
+)
+from ._views import (
+    basin_animation,
+    basin_figure,
+    contraction_animation,
+    contraction_figure,
+    lines_animation,
+    lines_figure,
+    local_estimates,
+    palette,
+    plane_animation,
+    plane_figure,
+    soft_animation,
+    soft_figure,
+)
+from ._write import VIEWS, build, check_out_dir, check_views, save_view, write_index, write_views
+
+__all__ = [
+    "THETA_STAR", "BasinMap", "Contraction", "LineMixture", "Path", "basin_map",
+    "contraction_run", "ifca_path", "line_mixture", "soft_path",
+    "basin_animation", "basin_figure", "contraction_animation", "contraction_figure",
+    "lines_animation", "lines_figure", "local_estimates", "palette", "plane_animation",
+    "plane_figure", "soft_animation", "soft_figure",
+    "VIEWS", "build", "check_out_dir", "check_views", "save_view", "write_index", "write_views",
+]
