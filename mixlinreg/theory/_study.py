@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._validation import check_bool
 from ..harness.store import _atomic_write_text
 
 HOLDS = "holds"
@@ -193,6 +194,7 @@ class Context:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def __post_init__(self):
+        check_bool("progress", self.progress)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
