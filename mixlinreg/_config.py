@@ -29,7 +29,8 @@ MAX_CHUNKS = 8
 #: wastes at most 1/8 of the work: BLAS is much faster on such widths. Padding slots hold zero models.
 SIMD_COLUMNS = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 
-#: Relative tolerances used by the test suite when comparing the kernel with ``tests/naive.py``.
+#: Relative tolerances used by the test suite when comparing the kernel with its slow reference
+#: implementations (``tests/naive.py`` of the source repository; not installed with the package).
 #: float64: both compute the same sums in a different order (BLAS blocking, reassociation); 1e-10
 #: relative leaves ~6 orders of magnitude of headroom over the observed 1e-15..1e-13 differences.
 TEST_RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 2e-4}

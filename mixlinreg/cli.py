@@ -16,18 +16,8 @@ import time
 import numpy as np
 
 DESCRIPTION = """IFCA on mixtures of linear regressions: reproduce the paper's Figure 2, check its
-theory, compare with baselines, benchmark the kernel.
-
-commands:
-  demo              a small end-to-end IFCA run that prints its result
-  reproduce         reproduce Figure 2 (a-d) of the IFCA paper
-  check             theory checks: one study per claim of the paper, with verdicts
-  check-early-stop  run sample units with and without the early stop and compare
-  bench             kernel vs plain NumPy vs GEMM throughput (ratios in one run)
-  compare           IFCA against the baselines (CSV, markdown table, figure)
-  digits            rotated 8x8 digits, an analogue of the paper's Table 1
-
-'mixlinreg COMMAND --help' lists a command's options."""
+theory, compare with baselines, benchmark the kernel. 'mixlinreg COMMAND --help' lists a
+command's options; a user error ends in one line 'mixlinreg COMMAND: error: ...' (exit status 2)."""
 
 
 def _typed(kind, low, what, strict=False):
@@ -98,6 +88,13 @@ def _bench(args):
         configs = {(100, 100, 1000, 2): CONFIGS[(100, 100, 1000, 2)]}
     dtypes = [np.float32] if args.quick else [np.float32, np.float64]
     es = (False, True) if args.with_early_stop else (False,)
+    from ._env import cpu_limits
+
+    pool = cpu_limits()["NUMBA_NUM_THREADS"]
+    if any(t > pool for t in args.threads):
+        print(f"note: numba's pool has {pool} threads (NUMBA_NUM_THREADS); timing "
+              f"{sorted({min(t, pool) for t in args.threads})} instead of {args.threads}")
+        args.threads = sorted({min(t, pool) for t in args.threads})
     rows = run_benchmark(configs=configs, dtypes=dtypes, threads=args.threads, n_iter=args.n_iter,
                          repeats=args.repeats, seed=args.seed, early_stop=es)
     print()
@@ -127,7 +124,7 @@ def _reproduce(args):
     panels = []
     for target in targets:
         exp = load_config(target, preset=args.preset)
-        print(f"{exp.name} ({exp.preset} preset): {exp.description}")
+        print(f"{exp.name} ({exp.preset} preset): {_setting(exp)}")
         print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
               f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
         if args.report_only:
@@ -148,11 +145,24 @@ def _reproduce(args):
     return 0
 
 
+def _setting(exp):
+    """What a run actually computes (the config's description names the paper preset's shapes)."""
+    g, p = exp.grid, exp.protocol
+
+    def vals(key):
+        v = g[key]
+        return str(v[0]) if len(v) == 1 else "{" + ", ".join(f"{x:g}" for x in v) + "}"
+
+    return (f"k = {vals('k')}, (m, n, d) = ({vals('m')}, {vals('n')}, {vals('d')}), R in {vals('R')}, "
+            f"sigma in {vals('sigma')}; {p['trials']} trials x {p['n_init']} initializations x "
+            f"{len(p['steps'])} step sizes, {p['n_iter']} iterations")
+
+
 def _check_early_stop(args):
     from .harness import load_config
     from .harness.earlystop import check_early_stop
 
-    exps = [load_config(name, preset=args.preset) for name in args.panels]
+    exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
     table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
                                       rel_tol=args.rel_tol, floor=args.floor)
     if args.csv:
@@ -236,6 +246,13 @@ def _check(args):
 FIG2_PRESETS = ("paper", "quick", "smoke")
 
 
+def _panel(text):
+    # a type function, not choices=: argparse rejects an empty nargs="*" list against choices
+    if text not in PANELS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(PANELS)}, got {text!r}")
+    return text
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -298,11 +315,11 @@ def build_parser():
 
     e = sub.add_parser("check-early-stop",
                        help="run sample units with and without the early stop and compare")
-    e.add_argument("panels", nargs="*", default=list(PANELS), choices=PANELS, metavar="PANEL",
+    e.add_argument("panels", nargs="*", default=None, type=_panel, metavar="PANEL",
                    help=f"Figure 2 panels to sample from ({' '.join(PANELS)}) [all]")
     e.add_argument("--preset", default="quick", choices=FIG2_PRESETS,
                    help="Figure 2 preset the units come from [quick]")
-    e.add_argument("--tol", type=positive_float, default=1e-7, help="early-stop tolerance [1e-7]")
+    e.add_argument("--tol", type=nonneg_float, default=1e-7, help="early-stop tolerance (0: exact) [1e-7]")
     e.add_argument("--units", type=positive_int, default=2, help="sample units per panel [2]")
     e.add_argument("--rel-tol", type=nonneg_float, default=1e-3,
                    help="largest relative change of a distance that counts as unchanged [1e-3]")

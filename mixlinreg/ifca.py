@@ -12,6 +12,7 @@ from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
 from . import _config
+from ._firstuse import announce_compile
 from ._kernels import LOSS_CODES, _ifca_kernel
 from ._validation import (
     as_generator,
@@ -23,6 +24,8 @@ from ._validation import (
     check_int,
     resolve_diverge_threshold,
 )
+
+_ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
 
 __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning"]
 

@@ -1,6 +1,6 @@
 """Experiment configurations: TOML files with a grid, a protocol and presets.
 
-A config file looks like ``experiments/fig2a.toml``::
+A config file looks like the source repository's ``experiments/fig2a.toml`` (abridged)::
 
     name = "fig2a"
     description = "..."
