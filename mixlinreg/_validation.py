@@ -174,3 +174,10 @@ def resolve_diverge_threshold(value, X, Y, init, base):
     if isinstance(value, str):
         raise ValueError(f"diverge_threshold must be 'auto' or a positive number, got {value!r}")
     return check_float("diverge_threshold", value, low=0, low_open=True)
+
+
+def check_scalars_fit(dtype, **values):
+    """``OverflowError`` for any of the named finite values that overflows ``dtype`` (e.g. lr=1e39
+    in float32 would silently become inf and the run would be flagged as diverged)."""
+    for name, value in values.items():
+        check_fits_dtype(name, np.asarray(value, dtype=np.float64), dtype)

@@ -22,6 +22,7 @@ from ._validation import (
     check_dtype,
     check_float,
     check_int,
+    check_scalars_fit,
     resolve_diverge_threshold,
 )
 
@@ -246,11 +247,13 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         lr_arr = check_array("lr", lr, shape=(R,), dtype=np.float64)
     if np.any(lr_arr <= 0):
         raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
+    check_scalars_fit(dt, lr=lr_arr)
     lr_arr = lr_arr.astype(dt)
     n_iter = check_int("n_iter", n_iter, low=0)
     check_choice("loss", loss, LOSS_CODES)
     l2 = check_float("l2", l2, low=0)
     huber_delta = check_float("huber_delta", huber_delta, low=0, low_open=True)
+    check_scalars_fit(dt, l2=l2, huber_delta=huber_delta)
     check_choice("averaging", averaging, {"gradient", "model"})
     local_steps = check_int("local_steps", local_steps, low=1)
     tol = check_float("tol", tol, low=0)
