@@ -153,6 +153,18 @@ def as_generator(rng):
                         f"got {_show(rng)}") from exc
 
 
+def data_parameter_scale(X, Y):
+    """``rms(y) / (rms(X) sqrt(d))``: the size of a parameter entry that fits the data.
+
+    For ``y = <x, theta> + noise`` with i.i.d. features, ``rms(y) ~ rms(x) sqrt(d) |theta entry|``.
+    NaN when ``X`` is all zero.
+    """
+    with np.errstate(all="ignore"):
+        rx = float(np.sqrt(np.mean(np.square(X, dtype=np.float64))))
+        ry = float(np.sqrt(np.mean(np.square(Y, dtype=np.float64))))
+    return ry / (rx * np.sqrt(X.shape[-1])) if rx > 0 else float("nan")
+
+
 def resolve_diverge_threshold(value, X, Y, init, base):
     """The divergence threshold of :func:`mixlinreg.ifca`: a positive number, or ``"auto"``.
 
@@ -164,12 +176,10 @@ def resolve_diverge_threshold(value, X, Y, init, base):
     because the data are large.
     """
     if isinstance(value, str) and value == "auto":
-        with np.errstate(all="ignore"):
-            rx = float(np.sqrt(np.mean(np.square(X, dtype=np.float64))))
-            ry = float(np.sqrt(np.mean(np.square(Y, dtype=np.float64))))
-            scale = max(1.0, float(np.max(np.abs(init))) if init.size else 1.0)
-            if rx > 0 and np.isfinite(ry):
-                scale = max(scale, ry / (rx * np.sqrt(X.shape[-1])))
+        scale = max(1.0, float(np.max(np.abs(init))) if init.size else 1.0)
+        fit = data_parameter_scale(X, Y)
+        if np.isfinite(fit):
+            scale = max(scale, fit)
         return float(base * scale)
     if isinstance(value, str):
         raise ValueError(f"diverge_threshold must be 'auto' or a positive number, got {value!r}")

@@ -23,16 +23,23 @@ from ._validation import (
     check_float,
     check_int,
     check_scalars_fit,
+    data_parameter_scale,
     resolve_diverge_threshold,
 )
 
 _ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
 
-__all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning"]
+__all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
+           "DataScaleWarning"]
 
 
 class ConvergenceWarning(UserWarning):
     """Issued when every restart diverged, or the kept run did not meet ``tol``."""
+
+
+class DataScaleWarning(UserWarning):
+    """Issued by :meth:`IFCA.fit` when the random initial models are far larger than any model that
+    fits the data (``y`` on a tiny scale): gradient steps then start from far away."""
 
 
 class EmptyClusterWarning(ConvergenceWarning):
@@ -480,6 +487,12 @@ class IFCA(BaseEstimator):
                 theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
             else:
                 theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
+            scale = data_parameter_scale(X, check_array("y", y, ndim=(2, 3), dtype=dt))
+            if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
+                warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
+                              f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "
+                              "standardize y, or pass init scaled to the data", DataScaleWarning,
+                              stacklevel=2)
         else:
             theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
             theta0 = theta0[None] if theta0.ndim == 2 else theta0

@@ -253,6 +253,20 @@ def test_divergence_threshold_scales_with_the_data():
         mlr.ifca(mix.X, mix.y, init, 0.1, diverge_threshold=-1.0)
 
 
+def test_random_inits_far_above_the_data_scale_warn():
+    mix = mlr.make_mixture(40, 60, 5, 2, R=1.0, sigma=0.1, rng=3)
+    with pytest.warns(mlr.DataScaleWarning, match="standardize y"):
+        mlr.IFCA(2, n_init=2, n_iter=20, rng=1).fit(mix.X, mix.y * 1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mlr.DataScaleWarning)
+        mlr.IFCA(2, n_init=2, n_iter=20, rng=1).fit(mix.X, mix.y)  # the paper's scale: silent
+        # an init scaled to the data is the user's choice: no warning, and the fit is exact
+        init = mlr.init_bernoulli(5, 2, 5, rng=1)
+        small = mlr.IFCA(2, init=init * 1e-12, n_iter=200).fit(mix.X, mix.y * 1e-12)
+    ref = mlr.IFCA(2, init=init, n_iter=200).fit(mix.X, mix.y)
+    np.testing.assert_allclose(small.coef_ * 1e12, ref.coef_, rtol=1e-6, atol=1e-9)
+
+
 # ----------------------------------------------------------------- 8. counts and messages
 def _subparsers():
     parser = build_parser()
