@@ -388,6 +388,22 @@ def test_bic_picks_the_true_k_on_separated_problems(k_true, seed):
     assert all(aic[k] > aic[k_true] for k in range(1, k_true))
 
 
+def test_bic_where_it_fails_small_separation_with_unscaled_restarts():
+    """The limit the docstring and README state: R = 0.1 (separation 0.2, sigma = 0.1) with
+    Bernoulli 0/1 initializations, IFCA's fits at k >= 2 merge the clusters and BIC picks k = 1."""
+    mix = mlr.make_mixture(m=60, n=50, d=5, k=2, R=0.1, sigma=0.1, rng=0)
+    bic = {}
+    for k in (1, 2, 3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mlr.ConvergenceWarning)
+            est = mlr.IFCA(n_clusters=k, n_init=20, rng=1).fit(mix.X, mix.y)
+        bic[k] = est.bic(mix.X, mix.y)
+    assert min(bic, key=bic.get) == 1
+    # with the true models as the initialization the criterion does see two clusters
+    est = mlr.IFCA(2, init=mix.theta_star, n_iter=300).fit(mix.X, mix.y)
+    assert est.bic(mix.X, mix.y) < bic[1]
+
+
 def test_bic_formula_by_hand():
     """k = 1, noise-free fit of a single regression: BIC = -2 log L + (d + 1) log m exactly."""
     gen = np.random.default_rng(0)
