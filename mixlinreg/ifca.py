@@ -625,9 +625,12 @@ class IFCA(BaseEstimator):
         agree closely, otherwise the likelihood is slightly underestimated. The criterion picks the
         true k when the clusters are separated well beyond the noise of a machine's estimate
         (roughly ``||theta_j - theta_l|| >> sigma sqrt(d / n)``) and IFCA found the global optimum
-        for every candidate k (use enough restarts). With small separation it picks a smaller k
-        (clusters it cannot tell apart are merged), and with too few restarts a poor fit at the
-        true k can lose to another k. Only ``loss="squared"`` (Gaussian noise) is supported.
+        for every candidate k (use enough restarts). When the fits merge clusters it picks a
+        smaller k: with separation below the noise of a machine's estimate the clusters cannot be
+        told apart, and with random 0/1 initializations far from small-scale models (R = 0.1,
+        sigma = 0.1, d = 5 in ``tests/test_reliability.py``) IFCA merges clusters the criterion
+        would see from a good start; with too few restarts a poor fit at the true k can lose to
+        another k. Only ``loss="squared"`` (Gaussian noise) is supported.
 
         Returns
         -------

@@ -543,3 +543,12 @@ def test_compare_intervals_respect_the_range():
     assert _mean_interval([0.2, 0.2])[1:] == (0.2, 0.2)
     assert np.isnan(_mean_interval([1.0])[1])
     assert "bootstrap percentile" in INTERVAL_METHOD
+
+
+def test_ifca_docstring_examples_run():
+    """The bic example (k = 1..5 on a 3-cluster problem picks 3) and the other examples of ifca.py."""
+    import doctest
+
+    mod = sys.modules["mixlinreg.ifca"]
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 10 and result.failed == 0
