@@ -224,6 +224,19 @@ def cases_flags():
     for label, (param, call) in calls.items():
         for bad in bads:
             yield 1, f"{label}={bad!r}", (lambda c=call, b=bad: c(b)), Err(TypeError, param, "bool")
+    # the same class the other way round: a bool where a number or an array is owed
+    for label, name, call in (
+            ("ifca n_iter=True", "n_iter", lambda: mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=True)),
+            ("ifca lr=True", "lr", lambda: mlr.ifca(mix.X, mix.y, init, True)),
+            ("ifca participation=True", "participation",
+             lambda: mlr.ifca(mix.X, mix.y, init, 0.1, participation=True)),
+            ("ifca local_steps=False", "local_steps",
+             lambda: mlr.ifca(mix.X, mix.y, init, 0.1, local_steps=False)),
+            ("IFCA n_init=True", "n_init", lambda: mlr.IFCA(2, n_init=True).fit(mix.X, mix.y)),
+            ("make_mixture m=True", "m", lambda: mlr.make_mixture(True, 6, 3, 1, 1.0, 0.1)),
+            ("make_mixture sigma=False", "sigma", lambda: mlr.make_mixture(8, 6, 3, 2, 1.0, False)),
+            ("init_bernoulli n_runs=True", "n_runs", lambda: mlr.init_bernoulli(True, 2, 3))):
+        yield 1, label, call, Err((TypeError, ValueError), name)
     # accepted: numpy bools and 0-d bool arrays give the same result as Python bools
     ref = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3, trace=True)
     for v in (np.bool_(True), np.array(True)):

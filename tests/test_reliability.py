@@ -126,6 +126,19 @@ def test_flags_accept_numpy_bools_and_0d_bool_arrays():
     assert check_bool("x", np.bool_(False)) is False
 
 
+def test_bools_are_not_numbers_either():
+    mix = _small()
+    init = np.zeros((1, 2, 3))
+    for name, call in [("n_iter", lambda: mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=True)),
+                       ("lr", lambda: mlr.ifca(mix.X, mix.y, init, True)),
+                       ("participation", lambda: mlr.ifca(mix.X, mix.y, init, 0.1,
+                                                          participation=True)),
+                       ("n_init", lambda: mlr.IFCA(2, n_init=True).fit(mix.X, mix.y)),
+                       ("sigma", lambda: mlr.make_mixture(8, 6, 3, 2, 1.0, False))]:
+        with pytest.raises((TypeError, ValueError), match=name):
+            call()
+
+
 @pytest.mark.parametrize("value", ['"false"', '"no"', "0", "1"])
 def test_config_early_stop_must_be_a_toml_bool(tmp_path, value):
     text = (ROOT / "experiments" / "fig2a.toml").read_text()
@@ -184,6 +197,15 @@ def test_reproduce_runs_under_thread_limits(tmp_path, env):
                            "--no-progress"], env=full, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "2 units run" in proc.stdout
+
+
+def test_workers_never_exceed_usable_cores_or_units(tmp_path, monkeypatch):
+    from mixlinreg.harness import load_config, run_experiment
+    from mixlinreg.harness import sweep
+
+    monkeypatch.setattr(sweep, "usable_cores", lambda: 1)
+    _, summary = run_experiment(load_config("fig2a", "smoke"), tmp_path, n_jobs=8, progress=False)
+    assert summary["n_jobs"] == 1 and summary["units_run"] == 2
 
 
 # ---------------------------------------------------------------------- 7. scale and overflow

@@ -5,7 +5,7 @@ from __future__ import annotations
 import resource
 import time
 
-from .._env import numba_threads
+from .._env import numba_threads, usable_cores
 from .._validation import check_bool
 from .run import run_unit
 from .store import ResultStore
@@ -29,7 +29,8 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
     so workers x threads never exceed the cores; the usable cores and numba's pool size are read
     from the environment (CPU affinity, cgroup quota, ``OMP_NUM_THREADS``, ``NUMBA_NUM_THREADS``;
-    see :func:`mixlinreg._env.usable_cores`). ``backend="dask"`` sends the units to the Dask
+    see :func:`mixlinreg._env.usable_cores`); loky never starts more workers than usable cores or
+    units left (the summary reports the workers used). ``backend="dask"`` sends the units to the Dask
     cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a ``Client``).
     ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
     ``n_jobs``, the backend or the completion order.
@@ -48,6 +49,8 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    if backend == "loky":  # never more local workers than usable cores or units to run
+        n_jobs = max(1, min(n_jobs, usable_cores(), len(todo)))
     threads = numba_threads(n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos = []
