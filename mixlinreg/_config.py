@@ -29,6 +29,26 @@ MAX_CHUNKS = 8
 #: wastes at most 1/8 of the work: BLAS is much faster on such widths. Padding slots hold zero models.
 SIMD_COLUMNS = {np.dtype(np.float32): 16, np.dtype(np.float64): 8}
 
+#: The certified-Gram path (``ifca(method="gram")``, see ``mixlinreg/_gram.py``).
+#: Relative margin added to both sides of every certified comparison of two losses, on top of the
+#: rigorous bound of a forward pass's rounding (so a near-tie is always evaluated exactly).
+CERT_REL_MARGIN = 1e-4
+#: Direct iterations a run's partition must hold before the run switches to Gram iterations.
+GRAM_ENTRY_STABLE = 2
+#: Cost model for giving a certified run cluster Grams (a performance choice only): reading one byte
+#: of a Gram counts as this many flop (this machine: ~10 GB/s per core against ~100 GFLOP/s).
+GRAM_FLOP_PER_BYTE = 10.0
+#: Default memory for cached cluster Grams (d x d float64 each): 512 MiB holds 64 Grams at d = 1000.
+GRAM_MEMORY = 512 * 2**20
+#: Fixed blocks of machines over which a Gram is built (independent of the thread count), rows
+#: gathered per GEMM, and runs' models multiplied by one Gram per task.
+GRAM_BLOCKS = 4
+GRAM_GATHER_ROWS = 1024
+GRAM_COLUMNS_PER_TASK = 16
+#: ``method="auto"`` uses the Gram path only when one iteration of all runs is at least this many
+#: flop on the direct path: below it, the per-iteration bookkeeping costs more than it saves.
+GRAM_MIN_FLOP = 1e8
+
 #: Relative tolerances used by the test suite when comparing the kernel with its slow reference
 #: implementations (``tests/naive.py`` of the source repository; not installed with the package).
 #: float64: both compute the same sums in a different order (BLAS blocking, reassociation); 1e-10

@@ -37,6 +37,9 @@ from ._config import FASTMATH
 
 LOSS_CODES = {"squared": 0, "logistic": 1, "huber": 2}
 
+#: What :func:`_sweep` does on each machine (see :func:`_machine`).
+EVALUATE, ITERATE, ASSIGNED = 0, 1, 2
+
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
 def _ell(z, y, code, delta):
@@ -151,17 +154,25 @@ def _target_columns(i, act, na, k, asg, use_part, part, it):
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
              code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-             do_update, model_avg, local_steps, use_part, part, it,
-             Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, gsum, cnt):
+             mode, model_avg, local_steps, use_part, part, it,
+             Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, keep_all, lall_out, gsum, cnt):
     """Process one machine for all active runs: losses, assignment and (optionally) its update.
 
-    Writes the assignment and minimum loss of run ``act[a]`` into ``asg_out[act[a], i]`` and
-    ``lmin_out[act[a], i]``; when ``do_update`` and the machine participates, adds its gradient
-    (option I) or its local model (option II) into column ``a*k + j`` of ``gsum`` (d, nap*k) and
-    counts it in ``cnt[a, j]``.
+    ``mode`` 0 (``EVALUATE``): writes the assignment and minimum loss of run ``act[a]`` into
+    ``asg_out[act[a], i]`` and ``lmin_out[act[a], i]`` and, with ``keep_all``, the data part of
+    every model's loss (without the ridge penalty) into ``lall_out[act[a], i, :]``.
+    ``mode`` 1 (``ITERATE``): that, then, if the machine participates, adds its gradient (option I)
+    or its local model (option II) into column ``a*k + j`` of ``gsum`` (d, nap*k) and counts it in
+    ``cnt[a, j]``. ``mode`` 2 (``ASSIGNED``, option I on rows only): no losses; the gradient at the
+    assignment already in ``asg_out`` (one forward pass at the assigned model instead of k).
     """
     d = ThT.shape[0]
     W = nap * k
+    if mode == ASSIGNED:
+        _machine_update(i, g0, ng, True, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
+                        False, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
+                        Pflat, Rflat, Gflat, Tflat, gsum, cnt)
+        return
     if use_stats:
         # Q = A_i ThT (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
         Q = Pflat[: d * W].reshape((d, W))
@@ -179,7 +190,7 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
         for a in range(na):
             cc = cv[yidx[act[a]], i]
             for j in range(k):
-                L[a, j] = (L[a, j] + cc) / n_all + pen[a, j]
+                L[a, j] = (L[a, j] + cc) / n_all
     else:
         Xe = X[i, e0:e0 + ne]
         P = Pflat[: ne * W].reshape((ne, W))
@@ -194,18 +205,40 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                     L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
         for a in range(na):
             for j in range(k):
-                L[a, j] = L[a, j] / ne + pen[a, j]
+                L[a, j] = L[a, j] / ne
+    # L holds the data part of each loss; bitwise equal models share the lower model's value
     for a in range(na):
         for j in range(k):
             L[a, j] = L[a, dup[a, j]]
+            if keep_all:
+                lall_out[act[a], i, j] = L[a, j]
+            L[a, j] += pen[a, j]
         j = _argmin(L, a, k)
         r = act[a]
         asg_out[r, i] = j
         lmin_out[r, i] = L[a, j]
-    if not do_update:
+    if mode == EVALUATE:
         return
+    fresh = model_avg or g0 != e0 or ng != ne  # else reuse the forward pass in P
+    _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
+                    use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
+                    Pflat, Rflat, Gflat, Tflat, gsum, cnt)
 
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
+                    use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
+                    Pflat, Rflat, Gflat, Tflat, gsum, cnt):
+    """Machine i's contribution at its assigned models, added into ``gsum`` (and ``cnt``).
+
+    Option I: the gradient on rows ``[g0, g0 + ng)``; option II: the model after ``local_steps``
+    local steps. Unless ``fresh``, ``Pflat`` holds the forward pass of every packed model on the
+    same rows (``(ng, nap*k)``; on the sufficient-statistics path ``Q = A_i ThT``), which is reused.
+    """
+    d = ThT.shape[0]
+    W = nap * k
     if use_stats:
+        Q = Pflat[: d * W].reshape((d, W))
         # gradient 2 (A theta - b) / n + l2 theta: no extra GEMM
         cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
         for q in range(d):
@@ -223,7 +256,7 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
     GT = Gflat[: d * nap].reshape((d, nap))
     TaT = Tflat[: d * nap].reshape((d, nap))
     Qg = Pflat[: ng * nap].reshape((ng, nap))
-    if model_avg or g0 != e0 or ng != ne:
+    if fresh:
         # the assigned models as columns (needed for fresh gradient rows or local steps)
         TaT[:, :] = 0.0
         for a in range(na):
@@ -232,8 +265,9 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                 TaT[q, a] = ThT[q, col]
     Rm[:, :] = 0.0
     if not model_avg:
-        if g0 == e0 and ng == ne:
-            # full data: the forward pass at the assigned model is already in P
+        if not fresh:
+            # the forward pass at the assigned model is already in P
+            P = Pflat[: ng * W].reshape((ng, W))
             for t in range(ng):
                 for a in range(na):
                     r = act[a]
@@ -281,23 +315,23 @@ def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-           do_update, model_avg, local_steps, use_part, part, it,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, gflat, cbuf):
+           mode, model_avg, local_steps, use_part, part, it,
+           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, keep_all, lall_out, gflat, cbuf):
     """All machines, chunk-parallel; chunk c adds into gflat[c] (viewed as (d, nap*k)) and cbuf[c]."""
     nchunks = chunk_lo.shape[0] - 1
     d = ThT.shape[0]
     W = nap * k
     for c in prange(nchunks):
         gsum = gflat[c, : d * W].reshape((d, W))
-        if do_update:
+        if mode != EVALUATE:
             gsum[:, :] = 0.0
             cbuf[c, :, :] = 0
         for i in range(chunk_lo[c], chunk_lo[c + 1]):
             _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                      code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-                     do_update, model_avg, local_steps, use_part, part, it,
+                     mode, model_avg, local_steps, use_part, part, it,
                      Pflat[c], Rflat[c], Gflat[c], Tflat[c], Lbuf[c], asg_out, lmin_out,
-                     gsum, cbuf[c])
+                     keep_all, lall_out, gsum, cbuf[c])
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -424,6 +458,26 @@ def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, mod
             asg_prev[r, i] = asg[r, i]
 
 
+@nb.njit(cache=True)
+def _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta):
+    """Scratch buffers of :func:`_sweep` for up to ``Rp`` packed runs (per-chunk, working dtype)."""
+    dt = theta.dtype
+    width = max(n * Rp * k, d * Rp)
+    if use_stats:
+        width = max(width, d * Rp * k)
+    Pflat = np.empty((nchunks, width), dtype=dt)
+    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
+    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
+    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
+    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
+    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
+    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
+    pen = np.empty((Rp, k), dtype=np.float64)
+    dup = np.empty((Rp, k), dtype=np.int64)
+    return Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf, ThT_flat, pen, dup
+
+
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
                  use_stats, A, Bv, cv,
@@ -442,22 +496,10 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     R = theta.shape[0]
     k = theta.shape[1]
     nchunks = chunk_lo.shape[0] - 1
-    dt = theta.dtype
     Rp = _padded(R, pad)
     rows = n_sub if resample else n
-    width = max(n * Rp * k, d * Rp)
-    if use_stats:
-        width = max(width, d * Rp * k)
-    Pflat = np.empty((nchunks, width), dtype=dt)
-    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
-    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
-    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
-    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
-    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
-    pen = np.empty((Rp, k), dtype=np.float64)
-    dup = np.empty((Rp, k), dtype=np.int64)
+    (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+     ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta)
     asg = np.zeros((R, m), dtype=np.int64)
     asg_prev = np.full((R, m), -1, dtype=np.int64)
     lmin = np.empty((R, m), dtype=np.float64)
@@ -465,6 +507,7 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
     act = np.empty(R, dtype=np.int64)
     nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
     ctot = np.zeros((Rp, k), dtype=np.int64)
+    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     for r in range(R):
         n_iter_out[r] = n_iter
 
@@ -487,21 +530,43 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
             g0 = 0
         _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
                code, delta, l2, lr, use_stats, A, Bv, cv, n,
-               True, model_avg, local_steps, use_part, part, it,
-               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, gflat, cbuf)
+               ITERATE, model_avg, local_steps, use_part, part, it,
+               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall0, gflat, cbuf)
         _finish_all(na, it, nap * k, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
                     early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
                     tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
 
-    # final evaluation of every run on all rows
-    for r in range(R):
-        act[r] = r
+    _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
+                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
+                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+                ThT_flat, pen, dup, lmin)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
+                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
+                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+                ThT_flat, pen, dup, lmin):
+    """Final evaluation of every run on all rows: labels, training loss, the trace's tail.
+
+    Invariant: whatever path produced ``theta``, the reported labels and loss come from this one
+    exact evaluation, and a frozen run's remaining trace entries repeat it.
+    """
+    m = X.shape[0]
+    n = X.shape[1]
+    d = X.shape[2]
+    R = theta.shape[0]
+    k = theta.shape[1]
+    Rp = _padded(R, pad)
+    act = np.arange(R)
+    part = np.zeros((1, 1, 1), dtype=np.bool_)
+    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     ThT = ThT_flat[: d * Rp * k].reshape((d, Rp * k))
     _pack(theta, act, R, Rp, ThT, pen, dup, l2)
     _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, k, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n,
-           False, model_avg, local_steps, use_part, part, 0,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, gflat, cbuf)
+           EVALUATE, False, 1, False, part, 0,
+           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, False, lall0, gflat, cbuf)
     for r in range(R):
         tl = 0.0
         for i in range(m):

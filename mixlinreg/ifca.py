@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from . import _config
 from ._firstuse import announce_compile
+from ._gram import gram_applicable, run_gram
 from ._kernels import LOSS_CODES, _ifca_kernel
 from ._validation import (
     as_generator,
@@ -106,8 +107,12 @@ class IFCAResult:
     n_iter : ndarray (R,) of int
         Iterations each run performed.
     method : str
-        ``"data"`` or ``"stats"`` (sufficient statistics).
+        The path that computed the iterations: ``"data"``, ``"stats"`` (sufficient statistics) or
+        ``"gram"`` (certified assignments and shared cluster Grams).
     trace : IFCATrace or None
+    path_stats : dict or None
+        For ``method="gram"``: run-iterations done directly and with Grams, exact evaluations
+        forced by failed certificates, Grams built and reused.
     """
 
     theta: np.ndarray
@@ -118,6 +123,7 @@ class IFCAResult:
     n_iter: np.ndarray
     method: str
     trace: IFCATrace | None = None
+    path_stats: dict | None = None
 
 
 def _cheaper_with_stats(n, d, k):
@@ -129,7 +135,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
-         dtype=None, n_threads=None, rng=None):
+         gram_memory=_config.GRAM_MEMORY, dtype=None, n_threads=None, rng=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -191,12 +197,22 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         data are not mistaken for a diverging run.
     trace : bool, default False
         Record per-iteration assignments, training loss and (with ``theta_star``) distances.
-    method : {"auto", "data", "stats"}
-        ``"stats"`` computes each iteration from per-machine sufficient statistics
-        ``X_i^T X_i, X_i^T y_i, y_i^T y_i`` (squared loss, ``resample=False``, gradient averaging),
-        costing ``2 d^2 k`` instead of ``2 n d (k + 1)`` flop per machine and run. ``"auto"`` uses it
-        when that is cheaper and ``dtype`` is float64 (in float32 the expanded quadratic loses
-        accuracy to cancellation).
+    method : {"auto", "data", "stats", "gram"}
+        How the iterations are computed; every path computes the same iterations (in exact
+        arithmetic) and the same final evaluation. ``"data"``: every machine's rows each iteration
+        (the reference path). ``"stats"`` computes each iteration from per-machine sufficient
+        statistics ``X_i^T X_i, X_i^T y_i, y_i^T y_i`` (squared loss, ``resample=False``, gradient
+        averaging), costing ``2 d^2 k`` instead of ``2 n d (k + 1)`` flop per machine and run.
+        ``"gram"`` (squared loss, ``resample=False``, gradient averaging, ``participation=None``):
+        direct iterations until a run's partition holds, then certified assignments (bounds that
+        prove the argmin without touching the data; an exact evaluation whenever they cannot)
+        and gradients from cluster Grams ``sum_{i in S_j} X_i^T X_i`` shared by all runs with the
+        same cluster (see ``mixlinreg/_gram.py``). ``"auto"`` uses ``"stats"`` when that is
+        cheaper and ``dtype`` is float64 (in float32 the expanded quadratic loses accuracy to
+        cancellation), else ``"gram"`` where it applies, k Grams fit in ``gram_memory`` and one
+        iteration is large enough to pay for the bookkeeping, else ``"data"``.
+    gram_memory : int, default 512 MiB
+        Bytes for cached cluster Grams (``8 d^2`` each) on the ``"gram"`` path.
     dtype : numpy.float32 or numpy.float64, optional
         Working precision; default X's dtype if it is float32 or float64, else float64.
     n_threads : int, optional
@@ -265,7 +281,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     local_steps = check_int("local_steps", local_steps, low=1)
     tol = check_float("tol", tol, low=0)
     diverge_threshold = resolve_diverge_threshold(diverge_threshold, X, Y, theta, _config.DIVERGE_THRESHOLD)
-    check_choice("method", method, {"auto", "data", "stats"})
+    check_choice("method", method, {"auto", "data", "stats", "gram"})
+    gram_memory = check_int("gram_memory", gram_memory, low=0)
     early_stop, trace = check_bool("early_stop", early_stop), check_bool("trace", trace)
     if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
         raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
@@ -327,6 +344,16 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         raise ValueError("method='stats' needs loss='squared', resample=False and averaging='gradient'")
     use_stats = method == "stats" or (
         method == "auto" and stats_ok and dt == np.float64 and _cheaper_with_stats(n, d, k))
+    gram_ok = gram_applicable(loss, resample, averaging, participation)
+    if method == "gram" and not gram_ok:
+        raise ValueError("method='gram' needs loss='squared', resample=False, averaging='gradient' "
+                         "and participation=None")
+    if method == "gram" and gram_memory < 8 * d * d * k:
+        raise ValueError(f"method='gram' needs gram_memory >= 8 d^2 k = {8 * d * d * k} bytes "
+                         f"(k = {k} Grams of d = {d}), got {gram_memory}")
+    use_gram = method == "gram" or (
+        method == "auto" and gram_ok and not use_stats and gram_memory >= 8 * d * d * k
+        and 2.0 * R * m * n * d * (k + 1) >= _config.GRAM_MIN_FLOP)
     if use_stats:
         A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
         Bv = np.ascontiguousarray(np.einsum("mnd,cmn->cmd", X, Y, optimize=True))
@@ -355,9 +382,16 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
     old_threads = numba.get_num_threads()
     numba.set_num_threads(threads)
+    path_stats = None
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            with np.errstate(all="ignore"):
+        with threadpool_limits(limits=1, user_api="blas"), np.errstate(all="ignore"):
+            if use_gram:
+                path_stats = run_gram(
+                    X, Y, yidx, theta, lr_arr, l2, n_iter, bool(early_stop), tol,
+                    diverge_threshold, chunk_lo, _config.SIMD_COLUMNS[dt], bool(trace), star,
+                    has_star, labels, loss_out, diverged, converged, n_iter_out,
+                    tr_labels, tr_loss, tr_dist, gram_memory)
+            else:
                 _ifca_kernel(X, Y, yidx, theta, lr_arr, LOSS_CODES[loss], huber_delta, l2,
                              use_stats, A, Bv, cv,
                              averaging == "model", local_steps, n_iter, resample, n_sub,
@@ -373,7 +407,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         tr = IFCATrace(labels=tr_labels, loss=tr_loss, dist=tr_dist if has_star else None)
     return IFCAResult(theta=theta, labels=labels, loss=loss_out, diverged=diverged,
                       converged=converged, n_iter=n_iter_out,
-                      method="stats" if use_stats else "data", trace=tr)
+                      method="gram" if use_gram else ("stats" if use_stats else "data"),
+                      trace=tr, path_stats=path_stats)
 
 
 class IFCA(BaseEstimator):

@@ -1,0 +1,549 @@
+"""The certified-Gram path of :func:`mixlinreg.ifca` (``method="gram"``).
+
+Squared (or ridge) loss, full data, gradient averaging, every machine every iteration: the setting
+of the paper's Section 6.1. The path computes the same iterations as the direct path
+(:func:`mixlinreg._kernels._ifca_kernel`), skipping work that cannot change them:
+
+* **Direct iterations.** A run starts on the direct path (every machine's forward pass for the k
+  models, the gradient at the assigned model). Each direct iteration also keeps every machine's k
+  losses, from which the bounds below are set.
+* **Certified assignments.** With ``r_ij = ||X_i theta_j - y_i||`` and ``s_i`` the largest
+  singular value of ``X_i``, a move of ``theta_j`` by ``delta_j`` changes ``r_ij`` by at most
+  ``s_i delta_j``. Per (run, machine) the path keeps an upper bound ``U_i`` of the assigned model's
+  residual norm and lower bounds ``Lo_ij`` of the others', moved by ``s_i delta_j`` after each
+  update. A run's assignments are *certified* when, for every machine and every other model,
+  ``(U_i + rho)^2 / n + pen_a`` (times ``1 + CERT_REL_MARGIN``) is below
+  ``(Lo_ij - rho)^2 / n + pen_j`` (times ``1 - CERT_REL_MARGIN``): then the argmin of the losses
+  that the direct path would compute is the current assignment, ties and rounding included.
+  ``rho = 2 gamma_d ||X_i||_F ||theta_j||`` bounds the rounding of a forward pass in the working
+  dtype (``gamma_d = d u / (1 - d u)``, ``u`` the unit roundoff; the factor 2 covers the
+  evaluation that set the bound and the one it stands for). A run whose assignments are not
+  certified is evaluated exactly (a forward pass of all its machines, which also resets its
+  bounds); if an assignment changed, the run goes back to direct iterations.
+* **Shared cluster Grams.** Once a run's partition held for ``GRAM_ENTRY_STABLE`` direct
+  iterations it switches to Gram iterations: the gradient sum of cluster j is
+  ``(2 / n) (A_j theta_j - b_j) + l2 |S_j| theta_j`` with ``A_j = sum_{i in S_j} X_i^T X_i`` and
+  ``b_j = sum_{i in S_j} X_i^T y_i``, costing ``2 d^2`` per model instead of ``2 |S_j| n d``.
+  ``A_j`` depends only on X and the set ``S_j``, so it is shared by every run (and every response
+  variant) whose cluster has that set; it is built once, in float64, from the data, and kept in a
+  cache of ``gram_memory`` bytes (least recently used unreferenced Grams are dropped). All runs
+  using one Gram are advanced by one GEMM.
+* The update, divergence and early-stop checks and the trace are those of the direct path
+  (:func:`mixlinreg._kernels._finish_all`); the final labels and loss come from the same exact
+  evaluation (:func:`mixlinreg._kernels._final_eval`).
+
+Invariant: in exact arithmetic every iteration equals the direct path's. In floating point the
+gradient sums differ by rounding (the Gram path sums in float64 what the direct path sums per
+machine in the working dtype); the assignments are those the direct path would compute from the
+same models.
+
+Which runs are direct and which use Grams, how often bounds fail and how many Grams were built are
+performance decisions only: they never change a decision that the direct path would make.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import numba as nb
+import numpy as np
+from numba import prange
+
+from . import _config
+from ._config import FASTMATH
+from ._kernels import (
+    ASSIGNED, EVALUATE, ITERATE, _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers,
+)
+
+__all__ = ["run_gram", "gram_applicable"]
+
+
+def gram_applicable(loss, resample, averaging, participation):
+    """True where the Gram path computes the same iterations as the direct path."""
+    return loss == "squared" and not resample and averaging == "gradient" and participation is None
+
+
+# ------------------------------------------------------------------------------------- kernels
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _xty(X, Y, out):
+    """``out[c, i, :] = X_i^T y_i^(c)``, accumulated in float64."""
+    C = Y.shape[0]
+    m = X.shape[0]
+    n = X.shape[1]
+    d = X.shape[2]
+    for i in prange(m):
+        for c in range(C):
+            for q in range(d):
+                out[c, i, q] = 0.0
+            for t in range(n):
+                yv = np.float64(Y[c, i, t])
+                for q in range(d):
+                    out[c, i, q] += np.float64(X[i, t, q]) * yv
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _build_gram(X, members, part, Z, T, out):
+    """``out = sum_{i in members} X_i^T X_i`` in float64.
+
+    The members are split into ``part.shape[0]`` fixed blocks (independent of the thread count);
+    each block gathers up to ``Z.shape[0]`` rows at a time as float64 and adds ``Z^T Z`` into its
+    partial sum; the partial sums are added in block order.
+    """
+    nblk = part.shape[0]
+    nm = members.shape[0]
+    n = X.shape[1]
+    d = X.shape[2]
+    per = max(1, Z.shape[1] // n)  # machines per gather
+    for b in prange(nblk):
+        P = part[b]
+        P[:, :] = 0.0
+        lo = (b * nm) // nblk
+        hi = ((b + 1) * nm) // nblk
+        for g0 in range(lo, hi, per):
+            g1 = min(hi, g0 + per)
+            rows = (g1 - g0) * n
+            Zb = Z[b, :rows]
+            for gi in range(g0, g1):
+                i = members[gi]
+                base = (gi - g0) * n
+                for t in range(n):
+                    for q in range(d):
+                        Zb[base + t, q] = np.float64(X[i, t, q])
+            np.dot(Zb.T, Zb, T[b])
+            for p in range(d):
+                for q in range(d):
+                    P[p, q] += T[b, p, q]
+    for p in prange(d):
+        for q in range(d):
+            s = 0.0
+            for b in range(nblk):
+                s += part[b, p, q]
+            out[p, q] = s
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _model_norms(act, na, theta, out):
+    """``out[a, j] = ||theta[act[a], j]||`` (float64)."""
+    k = theta.shape[1]
+    d = theta.shape[2]
+    for a in prange(na):
+        r = act[a]
+        for j in range(k):
+            s = 0.0
+            for q in range(d):
+                v = np.float64(theta[r, j, q])
+                s += v * v
+            out[a, j] = np.sqrt(s)
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _refresh_bounds(act, na, norms, asg, lall, n, fro, gamma, U, Lo):
+    """Bounds from an exact evaluation: ``U = r_a + rho``, ``Lo_j = r_j - rho`` (residual norms)."""
+    m = asg.shape[1]
+    k = lall.shape[2]
+    for a in prange(na):
+        r = act[a]
+        for i in range(m):
+            for j in range(k):
+                rr = np.sqrt(max(n * lall[r, i, j], 0.0))
+                rho = gamma * fro[i] * norms[a, j]
+                Lo[r, i, j] = rr - rho
+                if j == asg[r, i]:
+                    U[r, i] = rr + rho
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _advance_bounds(act, na, delta, asg, s, U, Lo):
+    """After an update that moved model j of run r by ``delta[r, j]``: widen the bounds."""
+    m = asg.shape[1]
+    k = Lo.shape[2]
+    for a in prange(na):
+        r = act[a]
+        for i in range(m):
+            U[r, i] += s[i] * delta[r, asg[r, i]]
+            for j in range(k):
+                Lo[r, i, j] -= s[i] * delta[r, j]
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _certify(act, na, norms, asg, U, Lo, fro, gamma, rel, l2, n, ok):
+    """``ok[a]``: every assignment of run ``act[a]`` is certified (see the module docstring)."""
+    m = asg.shape[1]
+    k = Lo.shape[2]
+    for a in prange(na):
+        r = act[a]
+        good = True
+        for i in range(m):
+            ai = asg[r, i]
+            ru = U[r, i] + gamma * fro[i] * norms[a, ai]
+            fu = (ru * ru / n + 0.5 * l2 * norms[a, ai] * norms[a, ai]) * (1.0 + rel)
+            if not fu < 1e30:  # non-finite or near overflow: evaluate exactly
+                good = False
+                break
+            for j in range(k):
+                if j == ai:
+                    continue
+                rl = Lo[r, i, j] - gamma * fro[i] * norms[a, j]
+                if rl < 0.0:
+                    rl = 0.0
+                fl = (rl * rl / n + 0.5 * l2 * norms[a, j] * norms[a, j]) * (1.0 - rel)
+                if not fu < fl:
+                    good = False
+                    break
+            if not good:
+                break
+        ok[a] = good
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _step_norms(nrm, act, na, out):
+    """``out[act[a], j]``: the norm of the step just taken, from :func:`_finish_all`'s block sums."""
+    nblk = nrm.shape[0]
+    k = nrm.shape[2]
+    for a in range(na):
+        for j in range(k):
+            s = 0.0
+            for b in range(nblk):
+                s += nrm[b, a, j, 1]
+            out[act[a], j] = np.sqrt(s)
+
+
+@nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _gram_gradients(grams, task_slot, task_c0, task_c1, col_run, col_j, col_pos, col_size,
+                    theta, bvec, l2, n, W, Tb, Ob, gsum):
+    """Gradient sums of the models in Gram iterations, in the layout of :func:`_finish_all`.
+
+    Column c stands for model ``col_j[c]`` of run ``col_run[c]`` (position ``col_pos[c]`` among
+    the Gram runs); columns are grouped by Gram and each task multiplies a fixed group of them by
+    one Gram (``Ob[c0:c1] = Tb[c0:c1] @ A``, A symmetric). Writes
+    ``gsum[0, q * W + pos * k + j] = (2 / n) (A theta - b)_q + l2 |S| theta_q``.
+    """
+    ncol = col_run.shape[0]
+    ntask = task_slot.shape[0]
+    k = theta.shape[1]
+    d = theta.shape[2]
+    for c in prange(ncol):
+        r = col_run[c]
+        j = col_j[c]
+        for q in range(d):
+            Tb[c, q] = np.float64(theta[r, j, q])
+    for t in prange(ntask):
+        c0 = task_c0[t]
+        c1 = task_c1[t]
+        np.dot(Tb[c0:c1], grams[task_slot[t]], Ob[c0:c1])
+    sc = 2.0 / n
+    for c in prange(ncol):
+        r = col_run[c]
+        j = col_j[c]
+        col = col_pos[c] * k + j
+        lc = l2 * col_size[c]
+        for q in range(d):
+            g = sc * (Ob[c, q] - bvec[r, j, q])
+            if l2 != 0.0:
+                g += lc * Tb[c, q]
+            gsum[0, q * W + col] = g
+
+
+# ------------------------------------------------------------------------------------- the cache
+class _GramCache:
+    """Cluster Grams keyed by their set of machines, within a memory budget.
+
+    A Gram in use by a run is never dropped; an unused one is dropped least recently used first
+    when a new one needs its slot.
+    """
+
+    def __init__(self, X, budget_bytes, max_slots):
+        self.X = X
+        m, n, d = X.shape
+        self.d = d
+        self.n_slots = int(min(budget_bytes // (8 * d * d), max_slots))
+        self.grams = np.empty((self.n_slots, d, d), dtype=np.float64)
+        self.size = np.zeros(self.n_slots, dtype=np.int64)
+        self.refs = np.zeros(self.n_slots, dtype=np.int64)
+        self.key_of = [None] * self.n_slots
+        self.slot_of = {}
+        self.unused = OrderedDict((s, None) for s in range(self.n_slots))  # LRU order
+        nblk = _config.GRAM_BLOCKS
+        rows = max(n, (_config.GRAM_GATHER_ROWS // n) * n)
+        self._part = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
+        self._Z = np.empty((nblk, rows, d), dtype=np.float64) if self.n_slots else None
+        self._T = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
+        self.built = 0
+        self.hits = 0
+
+    def missing(self, masks):
+        """Machines (rows) in the sets of ``masks`` that are not cached yet (the build cost)."""
+        return sum(int(mk.sum()) for mk in masks if mk.any() and mk.tobytes() not in self.slot_of)
+
+    def free_slots(self):
+        return len(self.unused)
+
+    def acquire(self, mask):
+        """Slot of the Gram of the machines in ``mask`` (built if needed); -1 for an empty set."""
+        if not mask.any():
+            return -1
+        key = mask.tobytes()
+        slot = self.slot_of.get(key)
+        if slot is None:
+            slot, _ = self.unused.popitem(last=False)
+            old = self.key_of[slot]
+            if old is not None:
+                del self.slot_of[old]
+            members = np.flatnonzero(mask).astype(np.int64)
+            _build_gram(self.X, members, self._part, self._Z, self._T, self.grams[slot])
+            self.key_of[slot] = key
+            self.slot_of[key] = slot
+            self.size[slot] = members.size
+            self.built += 1
+        else:
+            self.hits += 1
+            self.unused.pop(slot, None)
+        self.refs[slot] += 1
+        return slot
+
+    def release(self, slot):
+        if slot < 0:
+            return
+        self.refs[slot] -= 1
+        if self.refs[slot] == 0:
+            self.unused[slot] = None  # most recently used at the end
+
+
+def machine_norms(X):
+    """Per machine: an upper bound of the largest singular value of ``X_i`` and ``||X_i||_F``.
+
+    The singular value comes from the largest eigenvalue of the smaller Gram of ``X_i`` in float64,
+    enlarged by a relative 1e-6 (far above the eigensolver's error).
+    """
+    m, n, d = X.shape
+    s = np.empty(m)
+    fro = np.empty(m)
+    step = max(1, int(2**24 // (n * d)))
+    for i0 in range(0, m, step):
+        Xc = np.asarray(X[i0:i0 + step], dtype=np.float64)
+        G = Xc @ Xc.transpose(0, 2, 1) if n <= d else Xc.transpose(0, 2, 1) @ Xc
+        ev = np.linalg.eigvalsh(G)[:, -1]
+        s[i0:i0 + step] = np.sqrt(np.maximum(ev, 0.0)) * (1.0 + 1e-6)
+        fro[i0:i0 + step] = np.sqrt(np.einsum("mnd,mnd->m", Xc, Xc))
+    return s, fro
+
+
+# ------------------------------------------------------------------------------------- the driver
+def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_lo, pad,
+             do_trace, star, has_star, labels_out, loss_out, diverged, converged, n_iter_out,
+             tr_labels, tr_loss, tr_dist, gram_memory):
+    """Run ``n_iter`` iterations of every run on the certified path; fill the outputs in place.
+
+    Arguments are those of :func:`mixlinreg._kernels._ifca_kernel` (already validated and cast by
+    :func:`mixlinreg.ifca`). Each iteration, every live run takes one of three kinds of step:
+
+    * **full**: the direct path's iteration (every model's loss on every machine, the gradient at
+      the assigned model); its exact losses reset the run's bounds. Runs whose partition has not
+      held for ``GRAM_ENTRY_STABLE`` iterations, runs whose assignments are not certified, and
+      every run when a trace is recorded take this step.
+    * **assigned**: assignments certified, the gradient at the assigned model only (one forward
+      pass instead of k).
+    * **gram**: assignments certified, the gradient from the cluster Grams.
+
+    Returns a dict counting the run-iterations of each kind, Grams built and reused, and the
+    seconds spent per phase.
+    """
+    m, n, d = X.shape
+    R, k, _ = theta.shape
+    nchunks = chunk_lo.shape[0] - 1
+    Rp = _padded(R, pad)
+    (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+     ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, False, theta)
+    noA = np.zeros((1, 1, 1), dtype=theta.dtype)
+    nocv = np.zeros((1, 1), dtype=np.float64)
+    nopart = np.zeros((1, 1, 1), dtype=np.bool_)
+    asg = np.zeros((R, m), dtype=np.int64)
+    asg_prev = np.full((R, m), -1, dtype=np.int64)
+    lmin = np.empty((R, m), dtype=np.float64)
+    lall = np.zeros((R, m, k), dtype=np.float64)
+    frozen = np.zeros(R, dtype=np.bool_)
+    nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
+    ctot = np.zeros((Rp, k), dtype=np.int64)
+    n_iter_out[:] = n_iter
+
+    # bounds and the state of each run
+    U = np.zeros((R, m))
+    Lo = np.zeros((R, m, k))
+    delta = np.zeros((R, k))
+    norms = np.zeros((R, k))
+    ok = np.zeros(R, dtype=np.bool_)
+    stable = np.zeros(R, dtype=np.int64)
+    in_gram = np.zeros(R, dtype=np.bool_)
+    slots = np.full((R, k), -1, dtype=np.int64)
+    bvec = np.zeros((R, k, d))
+    s_op, fro = machine_norms(X)
+    u = np.finfo(theta.dtype).eps / 2
+    gamma = 2.0 * d * u / (1.0 - d * u)
+    B = np.empty((Y.shape[0], m, d))
+    _xty(X, Y, B)
+    cache = _GramCache(X, gram_memory, max_slots=2 * R * k)  # more could never be in use
+    gbuf = np.zeros(d * R * k)
+    cbuf1 = np.zeros((1, Rp, k), dtype=np.int64)
+    Tb = np.empty((R * k, d))
+    Ob = np.empty((R * k, d))
+    # flop of one run-iteration: assigned step; a Gram step reads each Gram (8 d^2 bytes) once
+    # per iteration for all the runs that share it
+    flop_assigned = 4.0 * m * n * d
+    stats = dict(full_iterations=0, assigned_iterations=0, gram_iterations=0, grams_built=0,
+                 gram_hits=0, gram_slots=cache.n_slots)
+    clock = dict(setup=0.0, certify=0.0, full=0.0, assigned=0.0, gram=0.0, enter=0.0, final=0.0)
+    tick = time.perf_counter()
+
+    def lap(key):
+        nonlocal tick
+        now = time.perf_counter()
+        clock[key] += now - tick
+        tick = now
+
+    def pack(runs):
+        nap = _padded(runs.size, pad)
+        ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
+        _pack(theta, runs, runs.size, nap, ThT, pen, dup, l2)
+        return nap, ThT
+
+    def finish(runs, W, gsum, cb, it):
+        _finish_all(runs.size, it, W, runs, theta, lr, gsum, cb, lmin, asg, asg_prev,
+                    False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
+                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
+        _step_norms(nrm, runs, runs.size, delta)
+
+    def leave(r):
+        for j in range(k):
+            cache.release(slots[r, j])
+            slots[r, j] = -1
+        in_gram[r] = False
+
+    def enter(cands, it):
+        """Give certified runs cluster Grams where that is cheaper than their assigned steps.
+
+        A Gram step costs ``2 d^2`` flop per model plus reading the Gram, shared by every model
+        that uses it (counted as ``GRAM_FLOP_PER_BYTE`` flop a byte); a missing Gram costs
+        ``2 |S| n d^2`` flop to build, charged in shares to the candidates that need it.
+        """
+        masks = {r: [asg[r] == j for j in range(k)] for r in cands}
+        demand = {}
+        for r in cands:
+            for mk in masks[r]:
+                if mk.any():
+                    q = mk.tobytes()
+                    demand[q] = demand.get(q, 0) + 1
+        for r in cands:
+            ms = masks[r]
+            keys = [mk.tobytes() for mk in ms]
+            cost = 0.0
+            charge = 0.0
+            for q, mk in zip(keys, ms):
+                if not mk.any():
+                    continue
+                slot = cache.slot_of.get(q)
+                share = demand[q] + (cache.refs[slot] if slot is not None else 0)
+                cost += 2.0 * d * d + _config.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
+                if slot is None:
+                    charge += 2.0 * n * d * d * int(mk.sum()) / demand[q]
+            gain = flop_assigned - cost
+            new = {q for q, mk in zip(keys, ms) if mk.any() and q not in cache.slot_of}
+            if gain <= 0 or (n_iter - it - 1) * gain < charge or len(new) > cache.free_slots():
+                continue
+            c = yidx[r]
+            # cached Grams first, so that building a missing one cannot drop one this run needs
+            for j in sorted(range(k), key=lambda j: keys[j] not in cache.slot_of):
+                slots[r, j] = cache.acquire(ms[j])
+                bvec[r, j] = B[c, ms[j]].sum(axis=0) if ms[j].any() else 0.0
+            in_gram[r] = True
+
+    lap("setup")
+    for it in range(n_iter):
+        live = ~frozen
+        if not live.any():
+            break
+        # which runs' assignments are certified
+        ok[:] = False
+        settled = np.flatnonzero(live & (stable >= _config.GRAM_ENTRY_STABLE))
+        if settled.size and not do_trace:
+            cert = np.zeros(settled.size, dtype=np.bool_)
+            _model_norms(settled, settled.size, theta, norms)
+            _certify(settled, settled.size, norms, asg, U, Lo, fro, gamma,
+                     _config.CERT_REL_MARGIN, l2, n, cert)
+            ok[settled] = cert
+        full = np.flatnonzero(live & ~ok)
+        assigned = np.flatnonzero(live & ok & ~in_gram)
+        gram = np.flatnonzero(live & ok & in_gram)
+        lap("certify")
+
+        if full.size:
+            nap, ThT = pack(full)
+            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, full, full.size, nap, k, ThT, pen, dup,
+                   0, 1.0, l2, lr, False, noA, noA, nocv, n,
+                   ITERATE, False, 1, False, nopart, it,
+                   Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
+            same = (asg[full] == asg_prev[full]).all(axis=1)
+            stable[full] = np.where(same, stable[full] + 1, 0)
+            for r in full[~same & in_gram[full]]:
+                leave(r)
+            _model_norms(full, full.size, theta, norms)
+            _refresh_bounds(full, full.size, norms, asg, lall, n, fro, gamma, U, Lo)
+            finish(full, nap * k, gflat, cbuf, it)
+            stats["full_iterations"] += int(full.size)
+            lap("full")
+
+        if assigned.size:
+            nap, ThT = pack(assigned)
+            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, assigned, assigned.size, nap, k, ThT, pen,
+                   dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
+                   ASSIGNED, False, 1, False, nopart, it,
+                   Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall, gflat, cbuf)
+            stable[assigned] += 1
+            finish(assigned, nap * k, gflat, cbuf, it)
+            stats["assigned_iterations"] += int(assigned.size)
+            lap("assigned")
+
+        if gram.size:
+            na = gram.size
+            W = na * k
+            pos = np.repeat(np.arange(na, dtype=np.int64), k)
+            cr = np.repeat(gram, k)
+            cj = np.tile(np.arange(k, dtype=np.int64), na)
+            cs = slots[gram].reshape(-1)
+            use = cs >= 0  # an empty cluster has no Gram and a zero gradient
+            order = np.argsort(cs[use], kind="stable")
+            cr, cj, pos, cs = cr[use][order], cj[use][order], pos[use][order], cs[use][order]
+            starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else cs
+            ends = np.r_[starts[1:], cs.size]
+            step = _config.GRAM_COLUMNS_PER_TASK
+            c0 = np.asarray([b for a0, a1 in zip(starts, ends) for b in range(a0, a1, step)],
+                            dtype=np.int64)
+            c1 = np.minimum(c0 + step, np.repeat(ends, -(-(ends - starts) // step))).astype(np.int64)
+            gs = gbuf[: d * W].reshape(1, d * W)
+            gs[:] = 0.0
+            _gram_gradients(cache.grams, cs[c0], c0, c1, cr, cj, pos,
+                            cache.size[cs].astype(np.float64), theta, bvec, l2, n, W, Tb, Ob, gs)
+            stable[gram] += 1
+            finish(gram, W, gs, cbuf1, it)
+            stats["gram_iterations"] += int(na)
+            lap("gram")
+
+        # every bound moves with its model; certified runs may switch to Grams
+        moved = np.flatnonzero(live)
+        _advance_bounds(moved, moved.size, delta, asg, s_op, U, Lo)
+        for r in np.flatnonzero(frozen & in_gram):
+            leave(r)
+        cands = assigned[~frozen[assigned]]
+        if cands.size and cache.n_slots >= k and it + 1 < n_iter:
+            enter(cands, it)
+        lap("enter")
+
+    _final_eval(X, Y, yidx, theta, lr, 0, 1.0, l2, False, noA, noA, nocv, chunk_lo, pad,
+                n_iter, do_trace, star, has_star, labels_out, loss_out, n_iter_out,
+                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
+                ThT_flat, pen, dup, lmin)
+    lap("final")
+    stats["seconds"] = {key: round(v, 3) for key, v in clock.items()}
+    stats["grams_built"] = cache.built
+    stats["gram_hits"] = cache.hits
+    return stats
