@@ -129,6 +129,8 @@ def _run_cli(argv, env=None, timeout=240, inprocess=False, preexec=None):
     if inprocess:
         return _main_inprocess(argv)
     full = dict(os.environ, **(env or {}))
+    # the commands run on this checkout's package, whatever is installed
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), full.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     try:
         p = subprocess.run([sys.executable, "-m", "mixlinreg.cli", *argv], env=full, cwd=TMP,
                            capture_output=True, text=True, timeout=timeout, preexec_fn=preexec)
@@ -670,9 +672,22 @@ def main(argv=None):
             cases_first_use, cases_text]
     results = []
     for gen in gens:
-        for cls, name, target, kind in gen():
-            if args.only and cls not in args.only:
-                continue
+        cls0 = {cases_flags: 1, cases_environment: 6, cases_overflow: 7, cases_counts: 8,
+                cases_choosing_k: 9, cases_first_use: 10, cases_text: 11}[gen]
+        if args.only and cls0 not in args.only:
+            continue
+        it = gen()
+        while True:
+            try:
+                cls, name, target, kind = next(it)
+            except StopIteration:
+                break
+            except Exception as exc:  # noqa: BLE001 - a case that cannot even be set up
+                results.append((CLASS_NAMES[cls0], f"{gen.__name__} set-up", "crash",
+                                f"{type(exc).__name__}: {str(exc)[:110]}"))
+                print(f"[{'crash':>14}] {CLASS_NAMES[cls0]} | {gen.__name__} set-up | "
+                      f"{type(exc).__name__}: {str(exc)[:110]}", flush=True)
+                break
             label, detail = _judge(kind, target)
             results.append((CLASS_NAMES.get(cls, str(cls)), name, label, detail))
             if args.verbose or label not in ("clear error", "correct result"):
