@@ -122,6 +122,11 @@ def _main_inprocess(argv):
             code = main(argv)
         except SystemExit as exc:
             code = exc.code
+        except Exception:  # noqa: BLE001 - what a user would see: a traceback
+            import traceback
+
+            code = 1
+            err.write(traceback.format_exc())
     return code, out.getvalue(), err.getvalue()
 
 
