@@ -81,8 +81,11 @@ def _demo(args):
 
 
 def _bench(args):
+    from ._paths import atomic_write, output_file
     from .bench import CONFIGS, format_table, run_benchmark
 
+    if args.csv:
+        output_file(args.csv, "--csv")  # checked before the benchmark runs
     configs = CONFIGS
     if args.quick:
         configs = {(100, 100, 1000, 2): CONFIGS[(100, 100, 1000, 2)]}
@@ -102,7 +105,7 @@ def _bench(args):
     if args.csv:
         import pandas as pd
 
-        pd.DataFrame(rows).to_csv(args.csv, index=False)
+        atomic_write(args.csv, pd.DataFrame(rows).to_csv(index=False))
         print(f"wrote {args.csv}")
     return 0
 
@@ -115,6 +118,10 @@ def _reproduce(args):
     from .harness.report import format_success, write_panel_outputs
     from .plots import combined_figure, save_figure
 
+    from ._paths import output_dir
+
+    output_dir(args.out, "--out")  # before any work
+    figures = args.out if args.figures is None else output_dir(args.figures, "--figures")
     if args.config is not None:
         targets = [args.config]
     elif args.panel == "all":
@@ -134,13 +141,13 @@ def _reproduce(args):
             store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
                                             scheduler=args.scheduler, progress=not args.no_progress)
             print("  " + format_summary(summary))
-        table, paths = write_panel_outputs(store, args.figures)
+        table, paths = write_panel_outputs(store, figures)
         if table is not None:
             print(format_success(table, exp.layout))
             print("  wrote " + ", ".join(str(p) for p in paths))
             panels.append((exp.name, table, exp.layout))
     if len(panels) > 1:
-        path = save_figure(combined_figure(panels), f"{args.figures}/fig2_{args.preset}.png")
+        path = save_figure(combined_figure(panels), f"{figures}/fig2_{args.preset}.png")
         print(f"wrote {path}")
     return 0
 
@@ -162,11 +169,15 @@ def _check_early_stop(args):
     from .harness import load_config
     from .harness.earlystop import check_early_stop
 
+    from ._paths import atomic_write, output_file
+
+    if args.csv:
+        output_file(args.csv, "--csv")  # checked before any unit runs
     exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
     table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
                                       rel_tol=args.rel_tol, floor=args.floor)
     if args.csv:
-        table.to_csv(args.csv, index=False, float_format="%.6g")
+        atomic_write(args.csv, table.to_csv(index=False, float_format="%.6g"))
         print(f"wrote {args.csv}")
     speed = table["seconds_full"].sum() / table["seconds_early"].sum()
     print(f"early stop with tol={args.tol}: {len(table)} units, {int(table['runs'].sum())} runs; "
@@ -178,17 +189,21 @@ def _check_early_stop(args):
 
 
 def _compare(args):
+    from ._paths import output_dir
     from .compare import run_compare, write_outputs
 
     from tqdm.auto import tqdm
 
     from .compare import METHODS, PRESETS, scenarios
 
+    output_dir(args.out, "--out")  # before any work
+    store = None if args.no_store else output_dir(
+        args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
     n_seeds = args.seeds if args.seeds is not None else PRESETS[args.preset][1]["n_seeds"]
     total = len(scenarios(args.preset)) * n_seeds * len(METHODS)
     with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
-        rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed,
+        rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
                            progress=lambda row: bar.update(1))
     summary, md, paths = write_outputs(rows, args.out, args.preset)
     print(md)
@@ -202,11 +217,15 @@ def _compare(args):
 
 
 def _digits(args):
+    from ._paths import output_dir
     from .digits import run_digits, write_digits_outputs
 
+    output_dir(args.out, "--out")  # before any work
+    store = None if args.no_store else output_dir(
+        args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
-                                seed=args.seed, progress=not args.no_progress)
+                                seed=args.seed, store=store, progress=not args.no_progress)
     md, paths = write_digits_outputs(rows, recovery, args.out)
     print(md)
     print(f"digits: {rows['seed'].nunique()} seeds x {rows['method'].nunique()} methods in "
@@ -224,9 +243,15 @@ def _check(args):
         return 2
     from tqdm.auto import tqdm
 
+    from ._paths import output_dir, output_file
+
+    output_dir(args.out, "--out")  # before any work
+    store = None if args.no_store or args.report_only else output_dir(
+        args.store if args.store is not None else args.out, "--store")
+    if args.write:
+        output_file(args.write, "--write")
     t0 = time.perf_counter()
     if not args.report_only:
-        store = None if args.no_store else args.store
         bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
         for sid in bar:
             t1 = time.perf_counter()
@@ -283,8 +308,12 @@ def build_parser():
                    help="how units are run: loky worker processes, a Dask cluster, or in this "
                         "process [loky]")
     r.add_argument("--scheduler", default=None, help="Dask scheduler address for --backend dask")
-    r.add_argument("--out", default="results", help="result store folder [results]")
-    r.add_argument("--figures", default="figures", help="folder for figures and summary CSVs [figures]")
+    r.add_argument("--out", default="results",
+                   help="folder for everything this command makes: the result store, summary CSVs "
+                        "and figures [results]")
+    r.add_argument("--figures", default=None,
+                   help="write figures and summary CSVs here instead of --out (e.g. the "
+                        "repository's figures/) [--out]")
     r.add_argument("--config", default=None,
                    help="a TOML config file instead of a named panel (it must define the preset)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -298,10 +327,11 @@ def build_parser():
     t.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
                    help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
                         "numba has compiled, as measured for the README) or full (hours) [quick]")
-    t.add_argument("--out", default="figures/checks",
-                   help="folder for tables, figures and JSON records [figures/checks]")
-    t.add_argument("--store", default="results/checks",
-                   help="resumable per-unit rows; a rerun skips finished units [results/checks]")
+    t.add_argument("--out", default="results/checks",
+                   help="folder for tables, figures and JSON records (and the store, unless "
+                        "--store) [results/checks]")
+    t.add_argument("--store", default=None,
+                   help="resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
     t.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     t.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes where a study "
@@ -347,7 +377,11 @@ def build_parser():
                    help="smoke (seconds), quick (reduced sizes, minutes) or full (Figure 2 sizes)")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
-    c.add_argument("--out", default="figures", help="output folder [figures]")
+    c.add_argument("--out", default="results/compare",
+                   help="folder for everything this command makes [results/compare]")
+    c.add_argument("--store", default=None,
+                   help="resumable per-(scenario, seed) rows; a rerun skips finished ones [OUT/store]")
+    c.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_compare)
 
@@ -359,7 +393,11 @@ def build_parser():
     g.add_argument("--n", type=positive_int, default=None, help="training images per machine [30]")
     g.add_argument("--tau", type=positive_int, default=None, help="local steps per round [5]")
     g.add_argument("--rounds", type=positive_int, default=None, help="communication rounds [100]")
-    g.add_argument("--out", default="figures", help="output folder [figures]")
+    g.add_argument("--out", default="results/digits",
+                   help="folder for everything this command makes [results/digits]")
+    g.add_argument("--store", default=None,
+                   help="resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
+    g.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_digits)
     return p

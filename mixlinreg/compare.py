@@ -46,6 +46,8 @@ the order of the work, except ``wall_time_s``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import time
 import warnings
@@ -309,8 +311,14 @@ def _warm_up():
         IFCA(n_clusters=2, n_init=1, n_iter=2, rng=0).fit(mix.X, mix.y)
 
 
-def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, progress=None):
-    """Run every method on every scenario and data seed; returns the rows (a DataFrame)."""
+def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, progress=None,
+                store=None):
+    """Run every method on every scenario and data seed; returns the rows (a DataFrame).
+
+    ``store``: a folder for resumable results (one checksummed unit per scenario and data seed, see
+    :class:`mixlinreg.harness.store.UnitStore`); a rerun reads finished units back instead of
+    recomputing them, and several processes can share it. ``None`` keeps nothing.
+    """
     check_choice("preset", preset, PRESETS)
     if scenario_list is None:
         scenario_list = scenarios(preset)
@@ -319,27 +327,56 @@ def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, pro
         proto["n_seeds"] = check_int("n_seeds", n_seeds, low=1)
     from threadpoolctl import threadpool_limits
 
+    units = None
+    if store is not None:
+        from ._paths import plain_name
+        from .harness.store import UnitStore
+
+        plain_name("preset", preset)
+        key = {"preset": preset, "seed": int(seed),
+               "protocol": {k: v for k, v in proto.items() if k != "n_seeds"},
+               "scenarios": [sc.as_dict() for sc in scenario_list]}
+        h = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+        units = UnitStore(Path(store) / f"compare-{preset}-{h[:12]}", tag=h, columns=ROW_COLUMNS)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run(scenario_list, proto, seed, progress)
+        return _run(scenario_list, proto, seed, progress, units)
 
 
-def _run(scenario_list, proto, seed, progress):
-    _warm_up()
-    rows = []
+def _run(scenario_list, proto, seed, progress, units=None):
+    warmed = []
+    frames = []
     for si, sc in enumerate(scenario_list):
         for s in range(proto["n_seeds"]):
-            data_ss = np.random.SeedSequence(seed, spawn_key=(si, s))
-            mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
-                               theta_scale=sc.theta_scale,
-                               sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
-            for j, name in enumerate(METHODS):
-                ss = np.random.SeedSequence(seed, spawn_key=(si, s, j))
-                row = _run_one(name, METHODS[name], mix, sc, proto, ss)
-                row.update(scenario=sc.name, seed=s, method=name, k_true=sc.k_true, k_fit=sc.k)
-                rows.append(row)
-                if progress:
+            def compute(si=si, sc=sc, s=s):
+                if not warmed:
+                    _warm_up()
+                    warmed.append(True)
+                data_ss = np.random.SeedSequence(seed, spawn_key=(si, s))
+                mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
+                                   theta_scale=sc.theta_scale,
+                                   sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
+                rows = []
+                for j, name in enumerate(METHODS):
+                    ss = np.random.SeedSequence(seed, spawn_key=(si, s, j))
+                    row = _run_one(name, METHODS[name], mix, sc, proto, ss)
+                    row.update(scenario=sc.name, seed=s, method=name, k_true=sc.k_true, k_fit=sc.k)
+                    rows.append(row)
+                return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+            if units is None:
+                df = compute()
+            else:  # written as soon as it is finished; read back on a rerun
+                df, _ = units.get_or_compute(f"{sc.name}_s{s:04d}", compute,
+                                             to_csv_kw=dict(float_format="%.17g"))
+                for col in ("status", "note"):
+                    df[col] = df[col].fillna("").astype(str)
+            frames.append(df)
+            if progress:
+                for row in df.to_dict("records"):
                     progress(row)
-    return pd.DataFrame(rows, columns=ROW_COLUMNS)
+    if not frames:
+        return pd.DataFrame(columns=ROW_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[ROW_COLUMNS]
 
 
 #: how the 95% intervals of the comparison tables are computed (said in every table)
@@ -484,14 +521,16 @@ def plot_compare(rows):
 
 def write_outputs(rows, out_dir, preset):
     """Write the rows, the summary, the markdown table and the figure; returns (summary, md, paths)."""
+    from ._paths import atomic_write, save_png
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(rows)
     md = markdown_table(summary)
     paths = [out / f"compare_{preset}.csv", out / f"compare_{preset}_summary.csv",
              out / f"compare_{preset}.md", out / f"compare_{preset}.png"]
-    rows.to_csv(paths[0], index=False, float_format="%.6g")
-    summary.to_csv(paths[1], index=False, float_format="%.6g")
+    atomic_write(paths[0], rows.to_csv(index=False, float_format="%.6g"))
+    atomic_write(paths[1], summary.to_csv(index=False, float_format="%.6g"))
     scen_lines = [f"- `{s.name}`: m={s.m}, n={s.n}, d={s.d}, k_true={s.k_true}, k_fit={s.k}, "
                   f"R={s.R}, sigma={s.sigma}, theta_scale={s.theta_scale}"
                   + (f", sizes={list(s.sizes)}" if s.sizes else "") + f" ({s.notes})"
@@ -500,7 +539,6 @@ def write_outputs(rows, out_dir, preset):
     text = (f"# mixlinreg compare, preset `{preset}`\n\n"
             f"Cells: mean dist_matched [{INTERVAL_METHOD}]; mean ARI. Protocol: {proto}.\n\n"
             + md + "\n\nScenarios:\n\n" + "\n".join(scen_lines) + "\n")
-    paths[2].write_text(text)
-    fig = plot_compare(rows)
-    fig.savefig(paths[3], dpi=110)
+    atomic_write(paths[2], text)
+    save_png(plot_compare(rows), paths[3], dpi=110)
     return summary, md, paths

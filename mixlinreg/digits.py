@@ -369,11 +369,13 @@ def _one_seed(data, ss, *, k, tau, rounds, lr, l2, n_init, init_scale):
 
 
 def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds=None, lr=None,
-               l2=None, n_init=None, init_scale=None, seed=0, progress=False):
+               l2=None, n_init=None, init_scale=None, seed=0, store=None, progress=False):
     """Table 1 analogue on rotated 8 x 8 digits, all methods over ``seeds`` data seeds.
 
-    Parameters left at ``None`` take the values of :data:`DEFAULTS`; ``progress=True`` shows a
-    tqdm bar over the seeds.
+    Parameters left at ``None`` take the values of :data:`DEFAULTS`. ``store``: a folder for
+    resumable results (one checksummed unit per seed, written as soon as it is finished; a rerun
+    reads them back; see :class:`mixlinreg.harness.store.UnitStore`); ``None`` keeps nothing.
+    ``progress=True`` shows a tqdm bar over the seeds.
 
     Returns
     -------
@@ -393,22 +395,54 @@ def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds
     seeds = check_int("seeds", seeds, low=1)
     progress = check_bool("progress", progress)
     check_int("k", cfg["k"], low=1, high=check_int("m", cfg["m"], low=1))
-    rows, rec = [], []
+    units = None
+    if store is not None:
+        import hashlib
+        import json
+        from pathlib import Path
+
+        from .harness.store import UnitStore
+
+        h = hashlib.sha256(json.dumps({"seed": int(seed), "config": cfg}, sort_keys=True,
+                                      default=str).encode()).hexdigest()
+        units = UnitStore(Path(store) / f"digits-{h[:12]}", tag=h)
+    frames, recs = [], []
     from tqdm.auto import tqdm
 
     for s, ss in enumerate(tqdm(np.random.SeedSequence(seed).spawn(seeds), unit="seed",
                                 desc="digits", disable=not progress)):
-        s_data, s_run = ss.spawn(2)
-        data = make_rotated_digits(cfg["m"], cfg["n"], cfg["n_test"], rng=s_data)
-        out, res = _one_seed(data, s_run, **{key: cfg[key] for key in
-                                             ("k", "tau", "rounds", "lr", "l2", "n_init",
-                                              "init_scale")})
-        rows += [dict(seed=s, method=meth, test_accuracy=acc, ari=a, seconds=sec)
-                 for meth, acc, a, sec in out]
-        rec += [dict(seed=s, round=t, ari=res.ari_trace[t], train_loss=res.loss_trace[t])
-                for t in range(len(res.ari_trace))]
-    rows = pd.DataFrame(rows)
-    recovery = pd.DataFrame(rec)
+        def compute(s=s, ss=ss):
+            s_data, s_run = ss.spawn(2)
+            data = make_rotated_digits(cfg["m"], cfg["n"], cfg["n_test"], rng=s_data)
+            out, res = _one_seed(data, s_run, **{key: cfg[key] for key in
+                                                 ("k", "tau", "rounds", "lr", "l2", "n_init",
+                                                  "init_scale")})
+            rows = pd.DataFrame([dict(seed=s, method=meth, test_accuracy=acc, ari=a, seconds=sec)
+                                 for meth, acc, a, sec in out])
+            rec = pd.DataFrame([dict(seed=s, round=t, ari=res.ari_trace[t],
+                                     train_loss=res.loss_trace[t])
+                                for t in range(len(res.ari_trace))])
+            return rows, rec
+
+        if units is None:
+            r, c = compute()
+        else:
+            # one unit per seed: the recovery trace first, then the rows (written as finished)
+            both = {}
+
+            def part(i):
+                if not both:
+                    both["v"] = compute()
+                return both["v"][i]
+
+            c, _ = units.get_or_compute(f"seed{s:04d}_recovery", lambda: part(1),
+                                        to_csv_kw=dict(float_format="%.17g"))
+            r, _ = units.get_or_compute(f"seed{s:04d}_rows", lambda: part(0),
+                                        to_csv_kw=dict(float_format="%.17g"))
+        frames.append(r)
+        recs.append(c)
+    rows = pd.concat(frames, ignore_index=True)
+    recovery = pd.concat(recs, ignore_index=True)
     rows.attrs["config"] = cfg
     return rows, recovery
 
@@ -477,13 +511,15 @@ def write_digits_outputs(rows, recovery, out_dir="figures"):
     """Write ``digits.csv``, ``digits_recovery.csv``, ``digits.md`` and ``digits_recovery.png``."""
     from pathlib import Path
 
+    from ._paths import atomic_write, save_png
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "digits.csv", out / "digits_recovery.csv", out / "digits.md",
              out / "digits_recovery.png"]
-    rows.to_csv(paths[0], index=False, float_format="%.6g")
-    recovery.to_csv(paths[1], index=False, float_format="%.6g")
+    atomic_write(paths[0], rows.to_csv(index=False, float_format="%.6g"))
+    atomic_write(paths[1], recovery.to_csv(index=False, float_format="%.6g"))
     md = digits_markdown(rows)
-    paths[2].write_text(md)
-    plot_recovery(recovery).savefig(paths[3], dpi=110)
+    atomic_write(paths[2], md)
+    save_png(plot_recovery(recovery), paths[3], dpi=110)
     return md, paths

@@ -479,7 +479,9 @@ def save_figure(fig, path):
     if path.suffix.lower() != ".png":
         raise ValueError(f"path must end in '.png' (the figure is saved as PNG), got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", dpi=120, bbox_inches="tight")
+    from ._paths import save_png
+
+    save_png(fig, path, dpi=120, bbox_inches="tight")  # atomic: a reader never sees half a PNG
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:  # a figure made with pyplot: release it from pyplot's registry
         pyplot.close(fig)

@@ -231,15 +231,27 @@ def test_wilson_interval_known_values():
 
 def test_a_worker_opening_the_store_never_removes_a_write_in_progress(tmp_path):
     """Regression: workers used to delete every '.*.tmp' file when opening the store, including the
-    temporary file of another worker's write in progress (a race seen with two loky workers)."""
+    temporary file of another worker's write in progress (a race seen with two loky workers).
+    Now only temporary files of dead processes of this host are removed, by anyone."""
+    import socket
+    import subprocess
+
+    from mixlinreg.harness.store import _HOST
+
     exp = _smoke()
     store = ResultStore(tmp_path, exp, clean=True)
-    in_progress = store.units_dir / ".m20_n20_d40_k2_t0000.csv.abc.tmp"
-    in_progress.write_text("partial")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = store.units_dir / f".m20_n20_d40_k2_t0000.csv.{_HOST}.{os.getpid()}.abc.tmp"
+    orphan = store.units_dir / f".m20_n20_d40_k2_t0001.csv.{_HOST}.{dead.pid}.abc.tmp"
+    legacy = store.units_dir / ".m20_n20_d40_k2_t0002.csv.abc.tmp"  # owner unknown: kept
+    for p in (live, orphan, legacy):
+        p.write_text("partial")
     ResultStore(tmp_path, exp)  # what a worker does
-    assert in_progress.exists()
+    assert live.exists() and orphan.exists()
     ResultStore(tmp_path, exp, clean=True)  # what the coordinator does before starting workers
-    assert not in_progress.exists()
+    assert live.exists() and legacy.exists() and not orphan.exists()
+    assert socket.gethostname()  # the host part comes from here
 
 
 def test_report_only_writes_outputs_of_a_partial_store(tmp_path):

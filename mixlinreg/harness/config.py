@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._paths import plain_name
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -227,5 +229,12 @@ def load_config(name_or_path, preset="paper") -> Experiment:
             else:
                 protocol[key] = value
     g, p = _validate(where, grid, protocol, raw.get("layout", "R-sigma"))
-    return Experiment(name=raw.get("name", path.stem), description=raw.get("description", ""),
+    name = raw.get("name", path.stem)
+    try:  # both become part of the store's folder name: never a path
+        plain_name("name", name)
+        plain_name("preset", preset)
+    except ValueError as exc:
+        _fail(where, str(exc) + ("" if "name" in raw else
+                                 " (the file's stem; set name = \"...\" in the config)"))
+    return Experiment(name=name, description=raw.get("description", ""),
                       layout=raw.get("layout", "R-sigma"), preset=preset, grid=g, protocol=p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .._paths import atomic_write
 from .success import RULES, success_table
 
 
@@ -20,7 +21,7 @@ def write_panel_outputs(store, figures_dir="figures"):
     figures_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{exp.name}_{exp.preset}"
     csv = figures_dir / f"{stem}_summary.csv"
-    summary.to_csv(csv, index=False, float_format="%.6g")
+    atomic_write(csv, summary.to_csv(index=False, float_format="%.6g"))
     paths = [csv]
     paths.append(save_figure(plot_panel(summary, exp.layout, rule="authors"), figures_dir / f"{stem}.png"))
     paths.append(save_figure(plot_rules(summary, exp.layout), figures_dir / f"{stem}_rules.png"))

@@ -1,95 +1,489 @@
-"""On-disk result store: one CSV per finished unit, written atomically; resumable.
+"""On-disk result stores: one CSV per finished unit, written atomically, proven on resume, safe to
+share between processes.
 
-Layout: ``<out>/<experiment>-<preset>-<hash[:12]>/``
+Two layers:
 
-* ``manifest.json``: the experiment's canonical config and its full hash;
-* ``units/<unit id>.csv``: the rows of one finished unit.
+* :class:`UnitStore`: a folder of units. ``<id>.csv`` holds a unit's rows; ``<id>.check.json``
+  (written atomically *after* the CSV) records its sha256, size, row count, columns and the store's
+  tag (the config hash). On resume a unit counts as done only if its file matches its record; a
+  unit that is truncated, empty, garbage, has other columns or another row count, or carries
+  another config's tag is reported with a :class:`DamagedUnitWarning` naming the file, moved aside
+  (``<id>.csv.damaged-<time>``, never deleted) and recomputed. A unit without a record (written by
+  an older mixlinreg, or by a process killed between the two writes) is parsed and checked against
+  what the store expects (columns, row count, config hash); if it passes, its record is written
+  then (a one-time migration).
+* :class:`ResultStore`: the harness's store of one experiment,
+  ``<out>/<experiment>-<preset>-<hash[:12]>/`` with ``manifest.json`` and ``units/``; it expects
+  the columns :data:`~mixlinreg.harness.run.COLUMNS`, ``runs_per_unit`` rows per unit and the
+  experiment's hash in every row.
 
-A unit file is written to a temporary name in the same folder, flushed to disk and renamed into
-place (``os.replace`` is atomic), so after any interruption (even SIGKILL) a unit is either
-complete or absent. Re-running skips units whose file exists, so no work is redone and no row is
-duplicated. A changed config has another hash and so another folder: old rows are never mixed in.
+Several processes (``mixlinreg reproduce`` or ``check`` started twice on one store, or workers on
+several hosts) share a store safely: a process computes a unit only after *claiming* it with a lock
+file ``<id>.lock`` created with ``O_CREAT | O_EXCL`` (holding host, pid, time and a random token);
+another process skips a claimed unit, and waits for it at the end. A lock whose process is dead
+(same host) or that is older than ``stale_after`` seconds (another host) is broken. Temporary files
+carry host and pid in their name; only their owner removes them (or anyone, once the owner is
+dead). Writes are ``os.replace`` of a fsynced temporary file, so a reader sees a whole file or none.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-import tempfile
+import re
+import secrets
+import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
+from .. import _paths
+from .._paths import atomic_write, inside, plain_name
 from .run import COLUMNS
 
+#: a lock older than this (seconds) is stale even if its process cannot be checked (other host)
+STALE_AFTER = 24 * 3600.0
+_UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$")
+_HOST = _paths.HOST
 
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+
+class DamagedUnitWarning(UserWarning):
+    """A stored unit failed its check: it is not counted as done and will be recomputed."""
 
 
-_FILE_MODE = 0o666 & ~_umask()
+_FILE_MODE = _paths._FILE_MODE
+
+
+def _atomic_write_bytes(path: Path, data: bytes):
+    """Write ``data`` to ``path`` atomically (see :func:`mixlinreg._paths.atomic_write`)."""
+    atomic_write(path, data)
 
 
 def _atomic_write_text(path: Path, text: str):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    atomic_write(path, text)
+
+
+def _pid_alive(pid: int) -> bool:
     try:
-        os.chmod(tmp, _FILE_MODE)  # mkstemp creates 0600; a result file is an ordinary file
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    except OSError:  # pragma: no cover
+        return True
+    return True
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def clean_temporary_files(folder) -> list:
+    """Remove temporary files in ``folder`` whose owner process (on this host) is dead.
+
+    A temporary file of a live process, or of another host, is left alone. Returns the removed paths.
+    """
+    removed = []
+    for p in Path(folder).glob(".*.tmp"):
+        parts = p.name.split(".")
+        # .<target name>.<host>.<pid>.<random>.tmp; the target name may contain dots
+        try:
+            host, pid = parts[-4], int(parts[-3])
+        except (IndexError, ValueError):
+            continue  # not one of ours (an older mixlinreg's): leave it
+        if host == _HOST and not _pid_alive(pid):
+            try:
+                p.unlink()
+                removed.append(p)
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+class UnitStore:
+    """A folder of units, each a CSV proven by a checksum record; claimable by several processes.
+
+    Parameters
+    ----------
+    folder : path
+        Where the unit files live (created).
+    tag : str, optional
+        Recorded with every unit and required on read (e.g. the config hash): a unit written for
+        another configuration is never counted as done.
+    columns : list of str, optional
+        Columns every unit must have, in this order.
+    rows : callable, optional
+        ``rows(unit_id) -> int``: the row count a unit must have.
+    check : callable, optional
+        ``check(unit_id, frame) -> str or None``: an extra check of a parsed unit (used for units
+        without a record); returns why it fails, or ``None``.
+    read_kw : dict, optional
+        Keyword arguments for :func:`pandas.read_csv` when a unit is read.
+    stale_after : float
+        Seconds after which a lock of another host counts as stale.
+    """
+
+    SUFFIX = ".csv"
+    RECORD = ".check.json"
+    LOCK = ".lock"
+
+    def __init__(self, folder, *, tag=None, columns=None, rows=None, check=None, read_kw=None,
+                 stale_after=STALE_AFTER):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.tag = tag
+        self.columns = None if columns is None else list(columns)
+        self.rows = rows
+        self.check = check
+        self.read_kw = dict(read_kw or {})
+        self.stale_after = float(stale_after)
+        self._tokens = {}
+        self._warned = set()
+
+    # ------------------------------------------------------------------ paths
+    def path(self, unit_id) -> Path:
+        if not isinstance(unit_id, str) or not _UNIT_RE.match(unit_id):
+            raise ValueError(f"unit id must be non-empty, start with a letter or digit and use "
+                             f"[A-Za-z0-9_.=-], got {unit_id!r}")
+        return inside(self.folder, self.folder / f"{unit_id}{self.SUFFIX}")
+
+    def record_path(self, unit_id) -> Path:
+        return self.folder / f"{unit_id}{self.RECORD}"
+
+    def lock_path(self, unit_id) -> Path:
+        return self.folder / f"{unit_id}{self.LOCK}"
+
+    def ids(self) -> list:
+        """Ids of the unit files present (verified or not)."""
+        return sorted(p.name[:-len(self.SUFFIX)] for p in self.folder.glob(f"*{self.SUFFIX}")
+                      if not p.name.startswith("."))
+
+    # ------------------------------------------------------------------ checks
+    def _problem_of_frame(self, unit_id, df) -> str | None:
+        if self.columns is not None and list(df.columns) != self.columns:
+            return f"columns {list(df.columns)} instead of {self.columns}"
+        if self.rows is not None:
+            want = int(self.rows(unit_id))
+            if len(df) != want:
+                return f"{len(df)} rows instead of {want}"
+        if self.check is not None:
+            return self.check(unit_id, df)
+        return None
+
+    def _parse(self, data: bytes, unit_id):
+        """Parse a unit without a record; returns (frame, problem)."""
+        import io
+
+        if not data.strip():
+            return None, "the file is empty"
+        if not data.endswith(b"\n"):
+            return None, "the file does not end with a newline (cut off while written?)"
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            return None, "the file is not text"
+        lines = text.splitlines()
+        n_fields = lines[0].count(",")
+        if self.columns is None and any(line.count(",") != n_fields for line in lines
+                                        if '"' not in line):
+            return None, "its lines have different numbers of fields"
+        try:
+            df = pd.read_csv(io.StringIO(text), **self.read_kw)
+        except Exception as exc:  # noqa: BLE001 - any parse failure means damaged
+            return None, f"it cannot be read as CSV ({type(exc).__name__}: {exc})"
+        if self.columns is None and self.rows is None and len(df) == 0:
+            return None, "it has no rows"
+        return df, self._problem_of_frame(unit_id, df)
+
+    def problem(self, unit_id, *, migrate=True) -> str | None:
+        """Why the stored unit ``unit_id`` cannot be counted as done, or ``None`` if it is proven.
+
+        ``"missing"`` when there is no file. A unit without a checksum record that passes every
+        check gets its record written (``migrate=True``).
+        """
+        path = self.path(unit_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return "missing"
+        rec_path = self.record_path(unit_id)
+        try:
+            rec = json.loads(rec_path.read_text())
+        except FileNotFoundError:
+            rec = None
+        except (ValueError, OSError):
+            return f"its checksum record {rec_path.name} is unreadable"
+        if rec is not None:
+            if not isinstance(rec, dict):
+                return f"its checksum record {rec_path.name} is unreadable"
+            if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):
+                return (f"its content does not match its checksum record ({len(data)} bytes, "
+                        f"{rec.get('bytes')} recorded)")
+            if self.tag is not None and rec.get("tag") != self.tag:
+                return f"it belongs to another config (tag {rec.get('tag')!r}, expected {self.tag!r})"
+            if self.columns is not None and rec.get("columns") != self.columns:
+                return f"columns {rec.get('columns')} instead of {self.columns}"
+            if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):
+                return f"{rec.get('rows')} rows instead of {int(self.rows(unit_id))}"
+            return None
+        df, why = self._parse(data, unit_id)
+        if why is not None:
+            return why
+        if migrate:
+            self._write_record(unit_id, data, df)
+        return None
+
+    def _write_record(self, unit_id, data: bytes, df):
+        rec = dict(unit=unit_id, sha256=_sha256(data), bytes=len(data), rows=int(len(df)),
+                   columns=[str(c) for c in df.columns], tag=self.tag)
+        _atomic_write_text(self.record_path(unit_id), json.dumps(rec, indent=1, sort_keys=True))
+
+    def _warn(self, unit_id, why):
+        key = (unit_id, why)
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(f"result store: unit file {self.path(unit_id)} is damaged ({why}); it is not "
+                      "counted as done and will be recomputed", DamagedUnitWarning, stacklevel=3)
+
+    def is_done(self, unit_id, *, warn=True) -> bool:
+        why = self.problem(unit_id)
+        if why is None:
+            return True
+        if why != "missing" and warn:
+            self._warn(unit_id, why)
+        return False
+
+    def done(self, *, warn=True) -> set:
+        """Ids of the units whose file is proven (damaged ones are reported, not counted)."""
+        return {u for u in self.ids() if self.is_done(u, warn=warn)}
+
+    def damaged(self) -> dict:
+        """``{unit id: why}`` of the unit files present that fail their check."""
+        out = {}
+        for u in self.ids():
+            why = self.problem(u, migrate=False)
+            if why not in (None, "missing"):
+                out[u] = why
+        return out
+
+    def set_aside(self, unit_id) -> Path | None:
+        """Move a damaged unit file to ``<id>.csv.damaged-<time>-<pid>`` (never deleted); hold the
+        unit's claim when calling this."""
+        path = self.path(unit_id)
+        dest = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+        self.record_path(unit_id).unlink(missing_ok=True)
+        try:
+            os.replace(path, dest)
+        except FileNotFoundError:
+            return None
+        return dest
+
+    # ------------------------------------------------------------------ read / write
+    def read(self, unit_id) -> pd.DataFrame:
+        return pd.read_csv(self.path(unit_id), **self.read_kw)
+
+    def write(self, unit_id, rows: pd.DataFrame, **to_csv_kw):
+        """Write a unit (CSV first, then its checksum record, both atomically)."""
+        if not isinstance(rows, pd.DataFrame):
+            raise TypeError(f"a unit's rows must be a pandas DataFrame, got {type(rows).__name__}")
+        why = self._problem_of_frame(unit_id, rows)
+        if why is not None:
+            raise ValueError(f"refusing to store unit {unit_id!r}: {why}")
+        data = rows.to_csv(index=False, **to_csv_kw).encode()
+        _atomic_write_bytes(self.path(unit_id), data)
+        self._write_record(unit_id, data, rows)
+
+    # ------------------------------------------------------------------ claims
+    def _lock_info(self, unit_id):
+        try:
+            return json.loads(self.lock_path(unit_id).read_text())
+        except FileNotFoundError:
+            return None
+        except (ValueError, OSError):
+            return {}  # being written, or damaged: judged by its age
+
+    def _stale(self, info, lock: Path) -> bool:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return False
+        if info and info.get("host") == _HOST and isinstance(info.get("pid"), int):
+            return not _pid_alive(info["pid"])
+        if not info:  # unreadable: give its writer a few seconds
+            return age > 30.0
+        return age > self.stale_after
+
+    def claim(self, unit_id) -> bool:
+        """Try to claim ``unit_id`` for this process (atomic); ``False`` if another live process
+        holds it. A stale lock is broken first."""
+        lock = self.lock_path(unit_id)
+        for _ in range(3):
+            token = secrets.token_hex(8)
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, _FILE_MODE)
+            except FileExistsError:
+                info = self._lock_info(unit_id)
+                if info is None:
+                    continue  # released meanwhile: try again
+                if not self._stale(info, lock):
+                    return False
+                self._break(lock, info)
+                continue
+            with os.fdopen(fd, "w") as fh:
+                json.dump(dict(host=_HOST, pid=os.getpid(), time=time.time(), token=token), fh)
+            self._tokens[unit_id] = token
+            return True
+        return False
+
+    def _break(self, lock: Path, info):
+        """Break a stale lock: rename it away (atomic), then check that what was moved is the lock
+        judged stale; a fresh lock moved by a race is put back."""
+        aside = lock.with_name(f"{lock.name}.stale-{_HOST}-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            os.rename(lock, aside)
+        except FileNotFoundError:
+            return
+        try:
+            moved = json.loads(aside.read_text())
+        except (ValueError, OSError):
+            moved = {}
+        if info and moved.get("token") != info.get("token"):
+            try:  # not the stale one: restore it unless a new lock exists already
+                os.link(aside, lock)
+            except OSError:
+                pass
+        aside.unlink(missing_ok=True)
+
+    def release(self, unit_id):
+        """Remove this process's lock on ``unit_id`` (a lock of another process is left alone)."""
+        token = self._tokens.pop(unit_id, None)
+        info = self._lock_info(unit_id)
+        if token is not None and info and info.get("token") == token:
+            self.lock_path(unit_id).unlink(missing_ok=True)
+
+    def holder(self, unit_id):
+        """The live claim on ``unit_id`` (``{host, pid, time}``), or ``None``."""
+        info = self._lock_info(unit_id)
+        if info is None or self._stale(info, self.lock_path(unit_id)):
+            return None
+        return info
+
+    # ------------------------------------------------------------------ compute once
+    def get_or_compute(self, unit_id, compute, *, poll=0.5, to_csv_kw=None):
+        """Rows of ``unit_id``: read if proven, else claim, ``compute()``, write, read back.
+
+        If another process holds the claim, wait for it (polling every ``poll`` seconds) and read
+        its result. Returns ``(frame, computed)``.
+        """
+        while True:
+            if self.is_done(unit_id):
+                return self.read(unit_id), False
+            if self.claim(unit_id):
+                try:
+                    if self.is_done(unit_id, warn=False):  # finished by another process meanwhile
+                        return self.read(unit_id), False
+                    self.set_aside(unit_id)
+                    df = compute()
+                    if not isinstance(df, pd.DataFrame):
+                        raise TypeError(f"unit {unit_id!r} must return a pandas DataFrame, "
+                                        f"got {type(df).__name__}")
+                    self.write(unit_id, df, **(to_csv_kw or {}))
+                    return self.read(unit_id), True  # same types whether fresh or resumed
+                finally:
+                    self.release(unit_id)
+            time.sleep(poll)
 
 
 class ResultStore:
     """Finished units of one experiment (one config, one preset).
 
-    ``clean=True`` removes temporary files of interrupted writes; pass it only where no worker can
-    be writing (the coordinating process, before it starts the workers).
+    ``clean=True`` removes temporary files left by dead processes of this host (only the
+    coordinating process needs it; a live process's write in progress is never touched).
     """
 
-    def __init__(self, out_dir, exp, *, clean=False):
+    def __init__(self, out_dir, exp, *, clean=False, stale_after=STALE_AFTER):
         self.exp = exp
-        self.path = Path(out_dir) / f"{exp.name}-{exp.preset}-{exp.hash()[:12]}"
+        name = plain_name("experiment name", exp.name)
+        preset = plain_name("preset", exp.preset)
+        self.path = inside(out_dir, Path(out_dir) / f"{name}-{preset}-{exp.hash()[:12]}")
         self.units_dir = self.path / "units"
         self.units_dir.mkdir(parents=True, exist_ok=True)
         manifest = self.path / "manifest.json"
         want = {"hash": exp.hash(), "config": exp.canonical(), "description": exp.description,
                 "layout": exp.layout}
         if manifest.exists():
-            have = json.loads(manifest.read_text())
+            try:
+                have = json.loads(manifest.read_text())
+            except ValueError:
+                raise RuntimeError(f"{manifest} is damaged (not JSON); move it away or choose "
+                                   "another --out") from None
             if have.get("hash") != want["hash"]:
                 raise RuntimeError(f"{manifest} belongs to another config (hash {have.get('hash')}, "
                                    f"expected {want['hash']}); refusing to mix results")
         else:
             _atomic_write_text(manifest, json.dumps(want, indent=2, sort_keys=True))
+        short = exp.hash()[:16]
+
+        def check(unit_id, df):
+            if df.empty:
+                return "it has no rows"
+            if set(df["config_hash"].astype(str)) != {short}:
+                return f"its rows carry config_hash {sorted(set(df['config_hash'].astype(str)))}, " \
+                       f"expected {short}"
+            if set(df["unit"].astype(str)) != {unit_id}:
+                return f"its rows belong to unit {sorted(set(df['unit'].astype(str)))}"
+            if df[["dist_nearest", "n_iter"]].isna().all().any():
+                return "a result column is empty"
+            return None
+
+        self.units = UnitStore(self.units_dir, tag=exp.hash(), columns=COLUMNS,
+                               rows=lambda _id: exp.runs_per_unit, check=check,
+                               read_kw=dict(dtype={"spawn_key": str, "seed_entropy": str,
+                                                   "config_hash": str, "unit": str}),
+                               stale_after=stale_after)
         if clean:
-            # temporary files left by an interrupted write; only the coordinating process may do
-            # this, before any worker starts (a worker's write in progress also looks like this)
-            for stale in self.units_dir.glob(".*.tmp"):
-                stale.unlink(missing_ok=True)
+            clean_temporary_files(self.units_dir)
+            clean_temporary_files(self.path)
+
+    @classmethod
+    def open(cls, path, **kw) -> "ResultStore":
+        """The store in the folder ``path`` (its experiment read back from ``manifest.json``)."""
+        from .config import Experiment
+
+        path = Path(path)
+        man = json.loads((path / "manifest.json").read_text())
+        c = man["config"]
+        exp = Experiment(name=c["name"], description=man.get("description", ""),
+                         layout=man.get("layout", "R-sigma"), preset=c["preset"], grid=c["grid"],
+                         protocol=c["protocol"])
+        if exp.hash() != man["hash"]:
+            raise RuntimeError(f"{path / 'manifest.json'}: its config does not hash to its recorded "
+                               f"hash {man['hash']}; the manifest is damaged")
+        store = cls(path.parent, exp, **kw)
+        if store.path.resolve() != path.resolve():
+            raise RuntimeError(f"{path}: the folder name does not match its manifest "
+                               f"(expected {store.path.name})")
+        return store
 
     def unit_path(self, unit_id) -> Path:
-        return self.units_dir / f"{unit_id}.csv"
+        return self.units.path(unit_id)
 
-    def done(self) -> set:
-        return {p.stem for p in self.units_dir.glob("*.csv")}
+    def done(self, *, warn=True) -> set:
+        """Units whose file is proven (a damaged one warns with its path and is not counted)."""
+        return self.units.done(warn=warn)
 
     def write(self, unit_id, rows: pd.DataFrame):
         # float_format keeps every bit of a float64 (round-trip exact)
-        _atomic_write_text(self.unit_path(unit_id), rows.to_csv(index=False, float_format="%.17g"))
+        self.units.write(unit_id, rows, float_format="%.17g")
 
     def table(self) -> pd.DataFrame:
-        """All finished rows, in the experiment's unit order (independent of completion order)."""
+        """All proven rows, in the experiment's unit order (independent of completion order)."""
         order = {u.id: i for i, u in enumerate(self.exp.units())}
-        files = sorted(self.units_dir.glob("*.csv"), key=lambda p: order.get(p.stem, len(order)))
-        if not files:
+        ids = sorted(self.done(), key=lambda u: (order.get(u, len(order)), u))
+        if not ids:
             return pd.DataFrame(columns=COLUMNS)
-        return pd.concat([pd.read_csv(f, dtype={"spawn_key": str, "seed_entropy": str})
-                          for f in files], ignore_index=True)
+        return pd.concat([self.units.read(u) for u in ids], ignore_index=True)

@@ -12,18 +12,49 @@ from .store import ResultStore
 
 
 def _work(exp, unit, store_path_parent, threads):
-    """Worker: pin BLAS/numba threads, run one unit, write it to the store, report its stats."""
+    """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
+
+    A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
+    ``skipped="claimed"`` or ``"done"``.
+    """
     from threadpoolctl import threadpool_limits
 
     store = ResultStore(store_path_parent, exp)
-    with threadpool_limits(limits=1):
-        rows, info = run_unit(exp, unit, n_threads=threads)
-    store.write(unit.id, rows)
+    if not store.units.claim(unit.id):
+        return dict(unit=unit.id, skipped="claimed")
+    try:
+        if store.units.is_done(unit.id, warn=False):
+            return dict(unit=unit.id, skipped="done")
+        store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
+        with threadpool_limits(limits=1):
+            rows, info = run_unit(exp, unit, n_threads=threads)
+        store.write(unit.id, rows)
+    finally:
+        store.units.release(unit.id)
     return info
 
 
+def _run_units(exp, todo, store, threads, n_jobs, backend):
+    """Yield the workers' infos for the units ``todo`` (in completion order)."""
+    import joblib
+
+    if backend == "sequential" or (backend == "loky" and n_jobs == 1):
+        for u in todo:
+            yield _work(exp, u, store.path.parent, threads)
+        return
+    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads) for u in todo)
+    if backend == "dask":
+        cfg = joblib.parallel_config(backend="dask")
+    else:
+        cfg = joblib.parallel_config(backend="loky", inner_max_num_threads=threads)
+    with cfg:
+        par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
+                              return_as="generator_unordered")
+        yield from par(tasks)
+
+
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
-                   progress=True, max_units=None):
+                   progress=True, max_units=None, poll=2.0):
     """Run every unit of ``exp`` that the store does not hold yet; return ``(store, summary)``.
 
     ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
@@ -34,8 +65,13 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a ``Client``).
     ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
     ``n_jobs``, the backend or the completion order.
+
+    Several processes may run the same experiment on one store at once: each unit is claimed
+    before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by
+    another live process is not computed twice, and this call returns once every unit is done
+    (waiting, polling every ``poll`` seconds, for units other processes are computing; a unit whose
+    process died is taken over). A damaged unit file is set aside and recomputed.
     """
-    import joblib
     from tqdm.auto import tqdm
 
     progress = check_bool("progress", progress)
@@ -54,30 +90,37 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     threads = numba_threads(n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos = []
+    by_others = set()
     bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
                desc=f"{exp.name}/{exp.preset}", disable=not progress)
-    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads) for u in todo)
     client = None
     try:
-        if backend == "sequential" or (backend == "loky" and n_jobs == 1):
-            results = (_work(exp, u, store.path.parent, threads) for u in todo)
-            for info in results:
-                infos.append(info)
-                bar.update(1)
-        else:
-            if backend == "dask":
-                from dask.distributed import Client
+        if backend == "dask" and todo:
+            from dask.distributed import Client
 
-                client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
-                cfg = joblib.parallel_config(backend="dask")
-            else:
-                cfg = joblib.parallel_config(backend="loky", inner_max_num_threads=threads)
-            with cfg:
-                par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
-                                      return_as="generator_unordered")
-                for info in par(tasks):
+            client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+        while todo:
+            waiting = []
+            for info in _run_units(exp, todo, store, threads, n_jobs, backend):
+                if info.get("skipped") == "claimed":
+                    waiting.append(info["unit"])
+                    continue
+                if info.get("skipped") == "done":
+                    by_others.add(info["unit"])
+                else:
                     infos.append(info)
-                    bar.update(1)
+                bar.update(1)
+            # units claimed by another live process: wait for them, or take them over if it dies
+            todo = [u for u in todo if u.id in waiting]
+            while todo:
+                time.sleep(poll)
+                finished = {u.id for u in todo if store.units.is_done(u.id, warn=False)}
+                by_others |= finished
+                bar.update(len(finished))
+                todo = [u for u in todo if u.id not in finished]
+                if any(store.units.holder(u.id) is None for u in todo):
+                    todo = [u for u in todo if store.units.holder(u.id) is None]
+                    break
     finally:
         bar.close()
         if client is not None and not (scheduler is not None and client is scheduler):
@@ -88,6 +131,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     summary = dict(experiment=exp.name, preset=exp.preset, seconds=elapsed,
                    units_run=len(infos), units_total=len(units),
                    units_skipped=sum(u.id in done for u in units),
+                   units_by_others=len(by_others),
                    runs=sum(i["runs"] for i in infos), diverged=sum(i["diverged"] for i in infos),
                    iterations=sum(i["iterations"] for i in infos), peak_rss_mb=peak,
                    n_jobs=n_jobs, threads_per_job=threads, backend=backend)
@@ -96,7 +140,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
 
 def format_summary(s):
     return (f"{s['experiment']}/{s['preset']}: {s['units_run']} units run "
-            f"({s['units_skipped']} already done, {s['units_total']} in all) in {s['seconds']:.1f} s; "
+            f"({s['units_skipped']} already done, "
+            + (f"{s['units_by_others']} by another process, " if s.get('units_by_others') else "")
+            + f"{s['units_total']} in all) in {s['seconds']:.1f} s; "
             f"{s['runs']} runs, {s['diverged']} diverged, {s['iterations']} iterations; "
             f"peak resident memory {s['peak_rss_mb']:.0f} MB per process; "
             f"{s['n_jobs']} jobs x {s['threads_per_job']} threads ({s['backend']})")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import tempfile
 import json
 import time
 import zlib
@@ -25,6 +24,8 @@ import pandas as pd
 
 from .._validation import check_bool
 from ..harness.store import _atomic_write_text
+from ..harness.store import UnitStore, _atomic_write_bytes
+from .._paths import plain_name
 
 HOLDS = "holds"
 CAVEAT = "holds with a caveat"
@@ -34,21 +35,6 @@ VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
 PRESETS = ("smoke", "quick", "full")
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
-
-
-def _atomic_write_bytes(path: Path, data: bytes):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def combine(verdicts):
@@ -198,6 +184,7 @@ class Context:
         check_bool("progress", self.progress)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        plain_name("study ID", self.study_id)
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if not isinstance(self.n_jobs, (int, np.integer)) or self.n_jobs < 1:
@@ -229,22 +216,23 @@ class Context:
         no argument and returns a DataFrame. The params given to the context are part of the store
         folder's name, so changing them never mixes old and new rows.
         """
-        if not name or any(not (c.isalnum() or c in "_.=-") for c in name):
+        if not isinstance(name, str) or not name or any(not (c.isalnum() or c in "_.=-")
+                                                        for c in name):
             raise ValueError(f"unit name must be non-empty and use [A-Za-z0-9_.=-], got {name!r}")
         folder = self._unit_dir()
-        if folder is not None:
-            path = folder / f"{name}.csv"
-            if path.exists():
-                self.units_resumed += 1
-                return pd.read_csv(path)
-        df = compute()
-        self.units_computed += 1
-        if not isinstance(df, pd.DataFrame):
-            raise TypeError(f"unit {name!r} must return a pandas DataFrame, got {type(df).__name__}")
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
-            _atomic_write_text(folder / f"{name}.csv", df.to_csv(index=False))
-            df = pd.read_csv(folder / f"{name}.csv")  # same types whether fresh or resumed
+        if folder is None:
+            df = compute()
+            self.units_computed += 1
+            if not isinstance(df, pd.DataFrame):
+                raise TypeError(f"unit {name!r} must return a pandas DataFrame, got "
+                                f"{type(df).__name__}")
+            return df
+        # the harness's unit store: checksummed units, claims shared with other processes
+        df, computed = UnitStore(folder).get_or_compute(name, compute)
+        if computed:
+            self.units_computed += 1
+        else:
+            self.units_resumed += 1
         return df
 
     # ----------------------------------------------------------------- outputs
@@ -287,7 +275,8 @@ class Context:
         kw.setdefault("units_computed", self.units_computed)
         kw.setdefault("units_resumed", self.units_resumed)
         kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
-                      + (f" --seed {self.seed}" if self.seed else ""))
+                      + (f" --seed {self.seed}" if self.seed else "")
+                      + ("" if self.out == Path("results/checks") else f" --out {self.out}"))
         for key in ("table", "figure"):
             if key in kw and kw[key]:
                 kw[key] = str(kw[key])

@@ -955,8 +955,9 @@ def run_d1(ctx):
         plus_a = float(manifest["config"]["protocol"]["success_plus"])
 
         def _rows_a():
-            rows = pd.concat([pd.read_csv(f) for f in sorted((paper_dir / "units").glob("*.csv"))],
-                             ignore_index=True)
+            from ..harness.store import ResultStore
+
+            rows = ResultStore.open(paper_dir).table()  # proven units only (damaged ones warn)
             return _rules_from_rows(rows, plus_a)
 
         rules_a = ctx.unit("rules_a", _rows_a)

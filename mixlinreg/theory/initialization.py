@@ -1262,8 +1262,13 @@ def run_rs(ctx: Context):
     Ghosh et al. (long version): abstract; Section 6, first paragraph; Section 6.1, Figure 2.
     """
     preset = ctx.preset
-    files = sorted((PANEL_A_STORE / "units").glob("*.csv")) if PANEL_A_STORE.exists() else []
-    a_stored = bool(files) and (PANEL_A_STORE / "manifest.json").exists()
+    files = []
+    if (PANEL_A_STORE / "manifest.json").exists():
+        from ..harness.store import ResultStore
+
+        store_a = ResultStore.open(PANEL_A_STORE)  # proven units only (damaged ones warn)
+        files = [store_a.unit_path(u) for u in sorted(store_a.done())]
+    a_stored = bool(files)
     if a_stored:
         files = files[:pick(preset, smoke=3, quick=len(files), full=len(files))]
     seed_a = int(ctx.seed_sequence(1).generate_state(1)[0])
