@@ -638,15 +638,14 @@ def cases_text():
 def _store_cases():
     try:
         sys.path.insert(0, str(ROOT / "experiments"))
-        from probe_cases_store import cases_store_paths  # issue 11 part A
+        import probe_cases_store  # issue 11 part A
     except ImportError:
         return []
     finally:
         sys.path.remove(str(ROOT / "experiments"))
-    out = []
-    for cls, name, fn in cases_store_paths():
-        out.append((cls, name, fn, "external"))
-    return out
+    names = getattr(probe_cases_store, "CLASSES", {})
+    return [(f"{cls} {names[cls]}" if cls in names else str(cls), name, fn, "external")
+            for cls, name, fn in probe_cases_store.cases_store_paths()]
 
 
 def _judge(kind, target):
@@ -705,7 +704,7 @@ def main(argv=None):
         if args.verbose or label not in ("clear error", "correct result"):
             print(f"[{label:>14}] {cls} | {name} | {detail}", flush=True)
 
-    classes = list(dict.fromkeys(r[0] for r in results))
+    classes = sorted(dict.fromkeys(r[0] for r in results), key=lambda c: int(c.split()[0]))
     head = "| class | cases tried | " + " | ".join(LABELS) + " |"
     lines = [head, "|" + "---|" * (len(LABELS) + 2)]
     for c in classes + ["all"]:
