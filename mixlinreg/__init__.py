@@ -18,7 +18,15 @@ from .data import (
     make_mixture,
     make_student_t_mixture,
 )
-from .ifca import IFCA, ConvergenceWarning, IFCAResult, IFCATrace, ifca
+from .ifca import (
+    IFCA,
+    ConvergenceWarning,
+    DataScaleWarning,
+    EmptyClusterWarning,
+    IFCAResult,
+    IFCATrace,
+    ifca,
+)
 from .metrics import (
     adjusted_rand,
     cluster_accuracy,
@@ -31,7 +39,8 @@ from .metrics import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "IFCA", "ConvergenceWarning", "IFCAResult", "IFCATrace", "ifca",
+    "IFCA", "ConvergenceWarning", "EmptyClusterWarning", "DataScaleWarning", "IFCAResult",
+    "IFCATrace", "ifca",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",

@@ -47,7 +47,8 @@ GRAM_COLUMNS_PER_TASK = 16
 #: flop on the direct path: below it, the per-iteration bookkeeping costs more than it saves.
 GRAM_MIN_FLOP = 1e8
 
-#: Relative tolerances used by the test suite when comparing the kernel with ``tests/naive.py``.
+#: Relative tolerances used by the test suite when comparing the kernel with its slow reference
+#: implementations (``tests/naive.py`` of the source repository; not installed with the package).
 #: float64: both compute the same sums in a different order (BLAS blocking, reassociation); 1e-10
 #: relative leaves ~6 orders of magnitude of headroom over the observed 1e-15..1e-13 differences.
 TEST_RTOL = {np.dtype(np.float64): 1e-10, np.dtype(np.float32): 2e-4}

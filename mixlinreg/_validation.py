@@ -16,8 +16,29 @@ def _show(value) -> str:
     return repr(value)
 
 
+def _scalar(value):
+    """A 0-d numpy array is a scalar: ``np.array(0.1)`` -> ``np.float64(0.1)``."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
+def check_bool(name, value):
+    """Return ``value`` as a Python bool; only ``True``/``False`` (numpy bools included) pass.
+
+    Strings such as ``"no"`` or ``"false"`` and numbers such as ``0``/``1`` are refused: they are
+    truthy or falsy in Python in ways that silently switch an option on or off.
+    """
+    value = _scalar(value)
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool (True or False), got {_show(value)} "
+                        f"of type {type(value).__name__}")
+    return bool(value)
+
+
 def check_int(name, value, *, low=None, high=None):
     """Return ``value`` as a Python int, checking ``low <= value <= high``."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {_show(value)}")
     value = int(value)
@@ -28,6 +49,7 @@ def check_int(name, value, *, low=None, high=None):
 
 def check_float(name, value, *, low=None, high=None, low_open=False, high_open=False):
     """Return ``value`` as a finite Python float inside the given range."""
+    value = _scalar(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {_show(value)}")
     value = float(value)
@@ -85,11 +107,30 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
             raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
     if dtype is not None:
+        if finite:
+            check_fits_dtype(name, arr, dtype)
         arr = arr.astype(dtype, copy=False)
     if finite and arr.size and not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must contain only finite values (no NaN or inf)")
     # np.ascontiguousarray would turn a 0-d array into shape (1,)
     return np.array(arr, copy=True) if arr.ndim == 0 else np.ascontiguousarray(arr)
+
+
+def check_fits_dtype(name, arr, dtype):
+    """Raise ``OverflowError`` when finite entries of ``arr`` overflow ``dtype`` (e.g. 1e39 in float32).
+
+    Values that are already NaN or inf are left to the finiteness check, which says so.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind != "f" or arr.dtype.kind not in "fiu" or not arr.size:
+        return
+    big = float(np.finfo(dt).max)
+    with np.errstate(invalid="ignore", over="ignore"):
+        vals = np.abs(arr[np.isfinite(arr)]) if arr.dtype.kind == "f" else np.abs(arr)
+        top = float(vals.max()) if vals.size else 0.0
+    if top > big:
+        raise OverflowError(f"{name} has a finite value of magnitude {top:.3g} that overflows "
+                            f"{dt.name} (largest {big:.3g}); rescale the data or use float64")
 
 
 def _range(low, high, low_closed, high_closed):
@@ -110,3 +151,43 @@ def as_generator(rng):
     except (TypeError, ValueError) as exc:
         raise TypeError(f"rng must be None, an int seed, a SeedSequence or a numpy.random.Generator, "
                         f"got {_show(rng)}") from exc
+
+
+def data_parameter_scale(X, Y):
+    """``rms(y) / (rms(X) sqrt(d))``: the size of a parameter entry that fits the data.
+
+    For ``y = <x, theta> + noise`` with i.i.d. features, ``rms(y) ~ rms(x) sqrt(d) |theta entry|``.
+    NaN when ``X`` is all zero.
+    """
+    with np.errstate(all="ignore"):
+        rx = float(np.sqrt(np.mean(np.square(X, dtype=np.float64))))
+        ry = float(np.sqrt(np.mean(np.square(Y, dtype=np.float64))))
+    return ry / (rx * np.sqrt(X.shape[-1])) if rx > 0 else float("nan")
+
+
+def resolve_diverge_threshold(value, X, Y, init, base):
+    """The divergence threshold of :func:`mixlinreg.ifca`: a positive number, or ``"auto"``.
+
+    ``"auto"`` is ``base`` (``_config.DIVERGE_THRESHOLD``, 1e10) times the scale of a plausible
+    parameter entry, ``s = max(1, rms(y) / (rms(X) sqrt(d)), max |init|)``: for ``y = X theta`` with
+    i.i.d. features, ``rms(y) ~ rms(X) sqrt(d) |theta entry|``, so ``s`` is the size of an entry of
+    a model that fits the data. On the paper's problems ``s = 1`` (the threshold is 1e10, as
+    before); on ``y * 1e12`` it grows with ``y``, so a correct fit is never flagged as diverged
+    because the data are large.
+    """
+    if isinstance(value, str) and value == "auto":
+        scale = max(1.0, float(np.max(np.abs(init))) if init.size else 1.0)
+        fit = data_parameter_scale(X, Y)
+        if np.isfinite(fit):
+            scale = max(scale, fit)
+        return float(base * scale)
+    if isinstance(value, str):
+        raise ValueError(f"diverge_threshold must be 'auto' or a positive number, got {value!r}")
+    return check_float("diverge_threshold", value, low=0, low_open=True)
+
+
+def check_scalars_fit(dtype, **values):
+    """``OverflowError`` for any of the named finite values that overflows ``dtype`` (e.g. lr=1e39
+    in float32 would silently become inf and the run would be flagged as diverged)."""
+    for name, value in values.items():
+        check_fits_dtype(name, np.asarray(value, dtype=np.float64), dtype)

@@ -1,13 +1,46 @@
-"""Command line interface: ``mixlinreg reproduce``, ``check``, ``compare``, ``digits``, ``teach``,
-``demo`` and ``bench``."""
+"""Command line interface: ``mixlinreg reproduce``, ``check``, ``check-gram``, ``compare``,
+``digits``, ``teach``, ``demo`` and ``bench``.
+
+User errors (a bad option value, a bad config, a missing file) end in one line
+``mixlinreg <command>: error: ...`` and exit status 2; set ``MIXLINREG_TRACEBACK=1`` to see the
+traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 import numpy as np
+
+DESCRIPTION = """IFCA on mixtures of linear regressions: reproduce the paper's Figure 2, check its
+theory, compare with baselines, benchmark the kernel. 'mixlinreg COMMAND --help' lists a
+command's options; a user error ends in one line 'mixlinreg COMMAND: error: ...' (exit status 2)."""
+
+
+def _typed(kind, low, what, strict=False):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+        bad = value < low or (strict and value == low)
+        if kind is float:
+            bad = bad or not np.isfinite(value)
+        if bad:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+#: argparse types: counts are >= 1, seeds >= 0, scales > 0 or >= 0, all finite
+positive_int = _typed(int, 1, "an integer >= 1")
+nonneg_int = _typed(int, 0, "an integer >= 0")
+positive_float = _typed(float, 0.0, "a finite number > 0", strict=True)
+nonneg_float = _typed(float, 0.0, "a finite number >= 0")
 
 
 def _demo(args):
@@ -72,6 +105,13 @@ def _bench(args):
             atomic_write(args.csv, pd.DataFrame(rows).to_csv(index=False))
             print(f"wrote {args.csv}")
         return 0
+    from ._env import cpu_limits
+
+    pool = cpu_limits()["NUMBA_NUM_THREADS"]
+    if any(t > pool for t in args.threads):
+        print(f"note: numba's pool has {pool} threads (NUMBA_NUM_THREADS); timing "
+              f"{sorted({min(t, pool) for t in args.threads})} instead of {args.threads}")
+        args.threads = sorted({min(t, pool) for t in args.threads})
     rows = run_benchmark(configs=configs, dtypes=dtypes, threads=args.threads, n_iter=args.n_iter,
                          repeats=args.repeats, seed=args.seed, early_stop=es)
     print()
@@ -105,7 +145,7 @@ def _reproduce(args):
     panels = []
     for target in targets:
         exp = load_config(target, preset=args.preset)
-        print(f"{exp.name} ({exp.preset} preset): {exp.description}")
+        print(f"{exp.name} ({exp.preset} preset): {_setting(exp)}")
         print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
               f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
         if args.report_only:
@@ -135,7 +175,7 @@ def _check_gram(args):
 
     if args.csv:
         output_file(args.csv, "--csv")  # checked before any unit runs
-    exps = [load_config(name, preset=args.preset) for name in args.panels]
+    exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
     table, verdict = check_paths(exps, per_group=args.trials, rel_tol=args.rel_tol,
                                  floor=args.floor, seed=args.seed)
     if args.csv:
@@ -156,6 +196,19 @@ def _check_gram(args):
     return 0 if verdict else 1
 
 
+def _setting(exp):
+    """What a run actually computes (the config's description names the paper preset's shapes)."""
+    g, p = exp.grid, exp.protocol
+
+    def vals(key):
+        v = g[key]
+        return str(v[0]) if len(v) == 1 else "{" + ", ".join(f"{x:g}" for x in v) + "}"
+
+    return (f"k = {vals('k')}, (m, n, d) = ({vals('m')}, {vals('n')}, {vals('d')}), R in {vals('R')}, "
+            f"sigma in {vals('sigma')}; {p['trials']} trials x {p['n_init']} initializations x "
+            f"{len(p['steps'])} step sizes, {p['n_iter']} iterations")
+
+
 def _check_early_stop(args):
     from .harness import load_config
     from .harness.earlystop import check_early_stop
@@ -164,7 +217,7 @@ def _check_early_stop(args):
 
     if args.csv:
         output_file(args.csv, "--csv")  # checked before any unit runs
-    exps = [load_config(name, preset=args.preset) for name in args.panels]
+    exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
     table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
                                       rel_tol=args.rel_tol, floor=args.floor)
     if args.csv:
@@ -183,11 +236,19 @@ def _compare(args):
     from ._paths import output_dir
     from .compare import run_compare, write_outputs
 
+    from tqdm.auto import tqdm
+
+    from .compare import METHODS, PRESETS, scenarios
+
     output_dir(args.out, "--out")  # before any work
     store = None if args.no_store else output_dir(
         args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
-    rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store)
+    n_seeds = args.seeds if args.seeds is not None else PRESETS[args.preset][1]["n_seeds"]
+    total = len(scenarios(args.preset)) * n_seeds * len(METHODS)
+    with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
+        rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
+                           progress=lambda row: bar.update(1))
     summary, md, paths = write_outputs(rows, args.out, args.preset)
     print(md)
     elapsed = time.perf_counter() - t0
@@ -208,7 +269,7 @@ def _digits(args):
         args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
-                                seed=args.seed, store=store)
+                                seed=args.seed, store=store, progress=not args.no_progress)
     md, paths = write_digits_outputs(rows, recovery, args.out)
     print(md)
     print(f"digits: {rows['seed'].nunique()} seeds x {rows['method'].nunique()} methods in "
@@ -224,6 +285,8 @@ def _check(args):
     if bad:
         print(f"mixlinreg check: unknown study IDs {bad}; known: {list(STUDIES)}", file=sys.stderr)
         return 2
+    from tqdm.auto import tqdm
+
     from ._paths import output_dir, output_file
 
     output_dir(args.out, "--out")  # before any work
@@ -233,13 +296,15 @@ def _check(args):
         output_file(args.write, "--write")
     t0 = time.perf_counter()
     if not args.report_only:
-        for sid in ids:
+        bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
+        for sid in bar:
             t1 = time.perf_counter()
-            print(f"[{sid}] {STUDIES[sid][2]} ...", flush=True)
+            bar.write(f"[{sid}] {STUDIES[sid][2]} ...")
             r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
                           n_jobs=args.n_jobs, progress=not args.no_progress)
-            print(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
-                  f"{r.summary.strip().splitlines()[0]}", flush=True)
+            bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
+                      f"{r.summary.strip().splitlines()[0]}")
+        bar.close()
     if args.write:
         path = write_report(args.write, args.out, preset=args.preset)
         print(f"wrote {path}")
@@ -263,29 +328,45 @@ def _teach(args):
     return 0
 
 
+FIG2_PRESETS = ("paper", "quick", "smoke")
+
+
+def _panel(text):
+    # a type function, not choices=: argparse rejects an empty nargs="*" list against choices
+    if text not in PANELS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(PANELS)}, got {text!r}")
+    return text
+
+
 def build_parser():
-    p = argparse.ArgumentParser(prog="mixlinreg", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(prog="mixlinreg", description=DESCRIPTION,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     d = sub.add_parser("demo", help="a small end-to-end IFCA run that prints its result")
-    d.add_argument("--m", type=int, default=100)
-    d.add_argument("--n", type=int, default=100)
-    d.add_argument("--d", type=int, default=1000)
-    d.add_argument("--k", type=int, default=2)
-    d.add_argument("--R", type=float, default=0.5)
-    d.add_argument("--sigma", type=float, default=0.1)
-    d.add_argument("--n-init", type=int, default=10)
-    d.add_argument("--n-iter", type=int, default=300)
-    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--m", type=positive_int, default=100, help="machines [100]")
+    d.add_argument("--n", type=positive_int, default=100, help="rows per machine [100]")
+    d.add_argument("--d", type=positive_int, default=1000, help="features [1000]")
+    d.add_argument("--k", type=positive_int, default=2, help="clusters; must divide --m [2]")
+    d.add_argument("--R", type=nonneg_float, default=0.5,
+                   help="scale of the true models, theta*_j = R * Bernoulli(0.5)^d [0.5]")
+    d.add_argument("--sigma", type=nonneg_float, default=0.1, help="noise standard deviation [0.1]")
+    d.add_argument("--n-init", type=positive_int, default=10,
+                   help="random initializations (each tried with 3 step sizes) [10]")
+    d.add_argument("--n-iter", type=positive_int, default=300, help="IFCA iterations [300]")
+    d.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     d.set_defaults(func=_demo)
 
     r = sub.add_parser("reproduce", help="reproduce Figure 2 (a-d) of the IFCA paper")
-    r.add_argument("panel", nargs="?", default="all", choices=PANELS + ("all",))
-    r.add_argument("--preset", default="quick",
+    r.add_argument("panel", nargs="?", default="all", choices=PANELS + ("all",),
+                   help="which panel of Figure 2, or all four [all]")
+    r.add_argument("--preset", default="quick", choices=FIG2_PRESETS,
                    help="paper (the authors' protocol exactly), quick (same grids, fewer trials and "
-                        "initializations) or smoke (seconds)")
-    r.add_argument("--n-jobs", type=int, default=1, help="worker processes (loky) [1]")
-    r.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"))
+                        "initializations) or smoke (seconds) [quick]")
+    r.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes (loky) [1]")
+    r.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"),
+                   help="how units are run: loky worker processes, a Dask cluster, or in this "
+                        "process [loky]")
     r.add_argument("--scheduler", default=None, help="Dask scheduler address for --backend dask")
     r.add_argument("--out", default="results",
                    help="folder for everything this command makes: the result store, summary CSVs "
@@ -293,12 +374,13 @@ def build_parser():
     r.add_argument("--figures", default=None,
                    help="write figures and summary CSVs here instead of --out (e.g. the "
                         "repository's figures/) [--out]")
-    r.add_argument("--config", default=None, help="a TOML config file instead of a named panel")
+    r.add_argument("--config", default=None,
+                   help="a TOML config file instead of a named panel (it must define the preset)")
     r.add_argument("--method", default="auto", choices=("auto", "data", "gram"),
                    help="kernel path: auto (certified assignments and shared cluster Grams where "
                         "they apply), data (every machine's rows every iteration) or gram [auto]; "
                         "every row records the path that computed it")
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: write the figures and summaries of the units already finished")
     r.set_defaults(func=_reproduce)
@@ -307,64 +389,71 @@ def build_parser():
     t.add_argument("ids", nargs="*", metavar="ID",
                    help="study IDs (L1 T1 C1 A0 T2 C2 RS F2a F2b F2c F2d D1) [all]")
     t.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
-                   help="smoke (seconds), quick (all IDs within about 20 minutes on 2 cores) or full "
-                        "[quick]")
+                   help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
+                        "numba has compiled, as measured for the README) or full (hours) [quick]")
     t.add_argument("--out", default="results/checks",
                    help="folder for tables, figures and JSON records (and the store, unless "
                         "--store) [results/checks]")
     t.add_argument("--store", default=None,
                    help="resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
-    t.add_argument("--seed", type=int, default=0, help="root seed [0]")
-    t.add_argument("--n-jobs", type=int, default=1, help="worker processes where a study can use "
-                   "them [1]")
+    t.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
+    t.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes where a study "
+                   "can use them [1]")
     t.add_argument("--write", default=None, metavar="PATH",
                    help="write the report (e.g. paper_checks.md) from the records in --out")
     t.add_argument("--report-only", action="store_true",
                    help="only rewrite the report from existing records")
-    t.add_argument("--no-progress", action="store_true")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=_check)
 
     e = sub.add_parser("check-early-stop",
                        help="run sample units with and without the early stop and compare")
-    e.add_argument("panels", nargs="*", default=list(PANELS))
-    e.add_argument("--preset", default="quick")
-    e.add_argument("--tol", type=float, default=1e-7)
-    e.add_argument("--units", type=int, default=2, help="sample units per panel [2]")
-    e.add_argument("--rel-tol", type=float, default=1e-3)
-    e.add_argument("--floor", type=float, default=1e-3,
+    e.add_argument("panels", nargs="*", default=None, type=_panel, metavar="PANEL",
+                   help=f"Figure 2 panels to sample from ({' '.join(PANELS)}) [all]")
+    e.add_argument("--preset", default="quick", choices=FIG2_PRESETS,
+                   help="Figure 2 preset the units come from [quick]")
+    e.add_argument("--tol", type=nonneg_float, default=1e-7, help="early-stop tolerance (0: exact) [1e-7]")
+    e.add_argument("--units", type=positive_int, default=2, help="sample units per panel [2]")
+    e.add_argument("--rel-tol", type=nonneg_float, default=1e-3,
+                   help="largest relative change of a distance that counts as unchanged [1e-3]")
+    e.add_argument("--floor", type=nonneg_float, default=1e-3,
                    help="distances below this are compared in absolute terms [1e-3]")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--csv", default=None)
+    e.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample units [0]")
+    e.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
     e.set_defaults(func=_check_early_stop)
 
     v = sub.add_parser("check-gram",
                        help="run sample units on the direct and the certified-Gram kernel paths "
                             "and compare (success flags, distances, losses)")
-    v.add_argument("panels", nargs="*", default=list(PANELS))
-    v.add_argument("--preset", default="paper")
-    v.add_argument("--trials", type=int, default=2,
+    v.add_argument("panels", nargs="*", default=None, type=_panel, metavar="PANEL",
+                   help=f"Figure 2 panels to sample from ({' '.join(PANELS)}) [all]")
+    v.add_argument("--preset", default="paper", choices=FIG2_PRESETS,
+                   help="Figure 2 preset the units come from [paper]")
+    v.add_argument("--trials", type=positive_int, default=2,
                    help="trials per (m, n, d, k) group of each panel [2]")
-    v.add_argument("--rel-tol", type=float, default=1e-3,
+    v.add_argument("--rel-tol", type=nonneg_float, default=1e-3,
                    help="largest relative change of a distance that counts as agreement [1e-3]")
-    v.add_argument("--floor", type=float, default=1e-3,
+    v.add_argument("--floor", type=nonneg_float, default=1e-3,
                    help="distances below this are compared in absolute terms [1e-3]")
-    v.add_argument("--seed", type=int, default=0, help="which trials are sampled [0]")
+    v.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample trials [0]")
     v.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
     v.set_defaults(func=_check_gram)
 
     b = sub.add_parser("bench", help="kernel vs plain NumPy vs GEMM throughput (ratios in one run)")
     b.add_argument("--quick", action="store_true", help="only (100, 100, 1000, 2), float32")
-    b.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    b.add_argument("--n-iter", type=int, default=300)
-    b.add_argument("--repeats", type=int, default=2)
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--threads", type=positive_int, nargs="+", default=[1, 2],
+                   help="numba thread counts to time [1 2]")
+    b.add_argument("--n-iter", type=positive_int, default=300, help="IFCA iterations per call [300]")
+    b.add_argument("--repeats", type=positive_int, default=2, help="timed repeats, best kept [2]")
+    b.add_argument("--seed", type=nonneg_int, default=0, help="data seed [0]")
     b.add_argument("--with-early-stop", action="store_true",
                    help="also time the kernel with the optional early stop (extra rows)")
     b.add_argument("--units", nargs="+", default=None, choices=PANELS, metavar="PANEL",
                    help="instead: one unit of each named panel on the data and gram paths, and the "
                         "whole grid projected from them")
-    b.add_argument("--preset", default="paper", help="preset of --units [paper]")
+    b.add_argument("--preset", default="paper", choices=FIG2_PRESETS,
+                   help="Figure 2 preset of the --units [paper]")
     b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
 
@@ -372,28 +461,30 @@ def build_parser():
                                        "(CSV, markdown table, figure)")
     c.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
                    help="smoke (seconds), quick (reduced sizes, minutes) or full (Figure 2 sizes)")
-    c.add_argument("--seeds", type=int, default=None, help="data seeds per scenario [preset's]")
-    c.add_argument("--seed", type=int, default=0, help="root seed [0]")
+    c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
+    c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     c.add_argument("--out", default="results/compare",
                    help="folder for everything this command makes [results/compare]")
     c.add_argument("--store", default=None,
                    help="resumable per-(scenario, seed) rows; a rerun skips finished ones [OUT/store]")
     c.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_compare)
 
     g = sub.add_parser("digits", help="rotated 8x8 digits, an analogue of the paper's Table 1 "
                                       "(not MNIST): IFCA vs global, local, one-shot")
-    g.add_argument("--seeds", type=int, default=5, help="data seeds [5]")
-    g.add_argument("--seed", type=int, default=0, help="root seed [0]")
-    g.add_argument("--m", type=int, default=None, help="machines [80]")
-    g.add_argument("--n", type=int, default=None, help="training images per machine [30]")
-    g.add_argument("--tau", type=int, default=None, help="local steps per round [5]")
-    g.add_argument("--rounds", type=int, default=None, help="communication rounds [100]")
+    g.add_argument("--seeds", type=positive_int, default=5, help="data seeds [5]")
+    g.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
+    g.add_argument("--m", type=positive_int, default=None, help="machines [80]")
+    g.add_argument("--n", type=positive_int, default=None, help="training images per machine [30]")
+    g.add_argument("--tau", type=positive_int, default=None, help="local steps per round [5]")
+    g.add_argument("--rounds", type=positive_int, default=None, help="communication rounds [100]")
     g.add_argument("--out", default="results/digits",
                    help="folder for everything this command makes [results/digits]")
     g.add_argument("--store", default=None,
                    help="resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
     g.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_digits)
 
     h = sub.add_parser("teach", help="figures and animations that teach IFCA (PNG, GIF, HTML) "
@@ -408,9 +499,22 @@ def build_parser():
     return p
 
 
+#: exceptions that mean "the user asked for something invalid": one line, exit status 2
+USER_ERRORS = (ValueError, TypeError, OverflowError, FileNotFoundError, NotADirectoryError,
+               IsADirectoryError, PermissionError)
+
+
 def main(argv=None):
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except USER_ERRORS as exc:
+        if os.environ.get("MIXLINREG_TRACEBACK"):
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"mixlinreg {args.command}: error: {msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

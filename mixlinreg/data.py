@@ -170,6 +170,25 @@ def _check_R_sigma(R, sigma):
     return check_float("R", R, low=0.0), check_float("sigma", sigma, low=0.0)
 
 
+def _check_scale_fits(R, sigma, d, dtype):
+    """Refuse ``R``, ``sigma`` whose data would overflow ``dtype`` before anything is drawn.
+
+    ``|<x, theta*>| <= R ||x||_1``-type worst cases are far too pessimistic; this uses 8 standard
+    deviations of the Gaussian draws: ``|y| <= 8 (R sqrt(d) + sigma)`` (the exact check on the drawn
+    ``y`` follows in :meth:`Trial.y`).
+    """
+    big = float(np.finfo(dtype).max)
+    for name, v in (("R", R), ("sigma", sigma)):
+        if v > big:
+            raise OverflowError(f"{name} = {v!r} overflows {np.dtype(dtype).name} (largest {big:.3g})")
+    bound = 8.0 * (R * math.sqrt(d) + sigma)
+    if bound > big:
+        raise OverflowError(f"R = {R!r}, sigma = {sigma!r} with d = {d} give responses y of size up to "
+                            f"8 (R sqrt(d) + sigma) = {bound:.3g}, which overflows "
+                            f"{np.dtype(dtype).name} (largest {big:.3g}); use smaller R and sigma "
+                            "or dtype=float64")
+
+
 def _check_labels(name, labels, m, k):
     labels = np.asarray(labels)
     if labels.shape != (m,) or not np.issubdtype(labels.dtype, np.integer):
@@ -376,6 +395,7 @@ class Trial:
         """
         R = check_float("R", R, low=0.0)
         check_choice("theta_scale", theta_scale, THETA_SCALES)
+        _check_scale_fits(R, 0.0, 1, self.dtype)
         return self.dtype.type(R) * self._unit(theta_scale)
 
     def y(self, R, sigma, theta_scale="code"):
@@ -389,8 +409,14 @@ class Trial:
         """
         R, sigma = _check_R_sigma(R, sigma)
         check_choice("theta_scale", theta_scale, THETA_SCALES)
+        _check_scale_fits(R, sigma, 1, self.dtype)
         t = self.dtype.type
-        return t(R) * self._signal(theta_scale) + t(sigma) * self.z
+        with np.errstate(over="ignore", invalid="ignore"):
+            y = t(R) * self._signal(theta_scale) + t(sigma) * self.z
+        if not np.all(np.isfinite(y)):
+            raise OverflowError(f"responses y overflow {self.dtype.name} with R = {R!r}, sigma = "
+                                f"{sigma!r}; use smaller R and sigma or dtype=float64")
+        return y
 
     def mixture(self, R, sigma, theta_scale="code") -> Mixture:
         """The data set of the cell ``(R, sigma)`` as a :class:`Mixture` (``X`` is shared, not copied)."""
@@ -529,6 +555,7 @@ def make_mixture(m, n, d, k, R, sigma, *, theta_scale="code", sizes=None, rng=No
     """
     R, sigma = _check_R_sigma(R, sigma)
     check_choice("theta_scale", theta_scale, THETA_SCALES)
+    _check_scale_fits(R, sigma, check_int("d", d, low=1), check_dtype("dtype", dtype))
     return draw_trial(m, n, d, k, sizes=sizes, rng=rng, dtype=dtype).mixture(R, sigma, theta_scale)
 
 
@@ -567,6 +594,7 @@ def make_student_t_mixture(m, n, d, k, R, sigma, df=5.0, *, theta_scale="code", 
     R, sigma = _check_R_sigma(R, sigma)
     df = check_float("df", df, low=2.0, low_open=True)
     check_choice("theta_scale", theta_scale, THETA_SCALES)
+    _check_scale_fits(R, sigma, check_int("d", d, low=1), check_dtype("dtype", dtype))
     scale = math.sqrt((df - 2.0) / df)
     trial = _draw(m, n, d, k, sizes, rng, dtype,
                   lambda gen, shape: gen.standard_t(df, size=shape) * scale)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import as_generator, check_float, check_int
+from ._validation import as_generator, check_bool, check_float, check_int
 from .metrics import adjusted_rand
 
 __all__ = [
@@ -172,6 +172,7 @@ def softmax_loss_grad(W, X, y, l2, *, grad=True):
     loss : ndarray, shape (...)
     grad : ndarray, shape (..., D, C), only when ``grad=True``
     """
+    grad = check_bool("grad", grad)
     logp = _log_softmax(X @ W)  # (..., n, C)
     C = logp.shape[-1]
     onehot = y[..., None] == np.arange(C)
@@ -368,12 +369,13 @@ def _one_seed(data, ss, *, k, tau, rounds, lr, l2, n_init, init_scale):
 
 
 def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds=None, lr=None,
-               l2=None, n_init=None, init_scale=None, seed=0, store=None):
+               l2=None, n_init=None, init_scale=None, seed=0, store=None, progress=False):
     """Table 1 analogue on rotated 8 x 8 digits, all methods over ``seeds`` data seeds.
 
     Parameters left at ``None`` take the values of :data:`DEFAULTS`. ``store``: a folder for
     resumable results (one checksummed unit per seed, written as soon as it is finished; a rerun
     reads them back; see :class:`mixlinreg.harness.store.UnitStore`); ``None`` keeps nothing.
+    ``progress=True`` shows a tqdm bar over the seeds.
 
     Returns
     -------
@@ -391,6 +393,7 @@ def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds
         if v is not None:
             cfg[name] = v
     seeds = check_int("seeds", seeds, low=1)
+    progress = check_bool("progress", progress)
     check_int("k", cfg["k"], low=1, high=check_int("m", cfg["m"], low=1))
     units = None
     if store is not None:
@@ -404,7 +407,10 @@ def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds
                                       default=str).encode()).hexdigest()
         units = UnitStore(Path(store) / f"digits-{h[:12]}", tag=h)
     frames, recs = [], []
-    for s, ss in enumerate(np.random.SeedSequence(seed).spawn(seeds)):
+    from tqdm.auto import tqdm
+
+    for s, ss in enumerate(tqdm(np.random.SeedSequence(seed).spawn(seeds), unit="seed",
+                                desc="digits", disable=not progress)):
         def compute(s=s, ss=ss):
             s_data, s_run = ss.spawn(2)
             data = make_rotated_digits(cfg["m"], cfg["n"], cfg["n_test"], rng=s_data)

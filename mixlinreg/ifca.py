@@ -12,22 +12,39 @@ from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
 from . import _config
+from ._firstuse import announce_compile
 from ._gram import gram_applicable, run_gram
 from ._kernels import LOSS_CODES, _ifca_kernel
 from ._validation import (
     as_generator,
     check_array,
+    check_bool,
     check_choice,
     check_dtype,
     check_float,
     check_int,
+    check_scalars_fit,
+    data_parameter_scale,
+    resolve_diverge_threshold,
 )
 
-__all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning"]
+_ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
+
+__all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
+           "DataScaleWarning"]
 
 
 class ConvergenceWarning(UserWarning):
     """Issued when every restart diverged, or the kept run did not meet ``tol``."""
+
+
+class DataScaleWarning(UserWarning):
+    """Issued by :meth:`IFCA.fit` when the random initial models are far larger than any model that
+    fits the data (``y`` on a tiny scale): gradient steps then start from far away."""
+
+
+class EmptyClusterWarning(ConvergenceWarning):
+    """Issued by :meth:`IFCA.fit` when some fitted models have no machine assigned to them."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +134,7 @@ def _cheaper_with_stats(n, d, k):
 def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
-         diverge_threshold=_config.DIVERGE_THRESHOLD, trace=False, method="auto",
+         diverge_threshold="auto", trace=False, method="auto",
          gram_memory=_config.GRAM_MEMORY, dtype=None, n_threads=None, rng=None):
     r"""Run many IFCA runs at once on shared data.
 
@@ -172,9 +189,12 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         relative step ``max_j ||theta_j^+ - theta_j|| / ||theta_j||`` is at most ``tol``. Off by
         default: off is the exact fixed-iteration protocol.
     tol : float, default 1e-6
-    diverge_threshold : float, default 1e10
+    diverge_threshold : float or "auto", default "auto"
         A run whose parameters or training loss stop being finite, or whose largest parameter entry
-        exceeds this, is frozen and flagged ``diverged``; the others go on.
+        exceeds this, is frozen and flagged ``diverged``; the others go on. ``"auto"`` scales with
+        the data: ``1e10 * max(1, rms(y) / (rms(X) sqrt(d)), max |init|)``, i.e. 1e10 on the
+        paper's problems and proportionally larger when ``y`` is large (``y * 1e12``), so large
+        data are not mistaken for a diverging run.
     trace : bool, default False
         Record per-iteration assignments, training loss and (with ``theta_star``) distances.
     method : {"auto", "data", "stats", "gram"}
@@ -251,17 +271,20 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         lr_arr = check_array("lr", lr, shape=(R,), dtype=np.float64)
     if np.any(lr_arr <= 0):
         raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
+    check_scalars_fit(dt, lr=lr_arr)
     lr_arr = lr_arr.astype(dt)
     n_iter = check_int("n_iter", n_iter, low=0)
     check_choice("loss", loss, LOSS_CODES)
     l2 = check_float("l2", l2, low=0)
     huber_delta = check_float("huber_delta", huber_delta, low=0, low_open=True)
+    check_scalars_fit(dt, l2=l2, huber_delta=huber_delta)
     check_choice("averaging", averaging, {"gradient", "model"})
     local_steps = check_int("local_steps", local_steps, low=1)
     tol = check_float("tol", tol, low=0)
-    diverge_threshold = check_float("diverge_threshold", diverge_threshold, low=0, low_open=True)
+    diverge_threshold = resolve_diverge_threshold(diverge_threshold, X, Y, theta, _config.DIVERGE_THRESHOLD)
     check_choice("method", method, {"auto", "data", "stats", "gram"})
     gram_memory = check_int("gram_memory", gram_memory, low=0)
+    early_stop, trace = check_bool("early_stop", early_stop), check_bool("trace", trace)
     if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
         raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
                          f"got values in [{Y.min()!r}, {Y.max()!r}]")
@@ -282,7 +305,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         yidx = np.zeros(R, dtype=np.int64)
 
     n_sub = n
-    resample = bool(resample)
+    resample = check_bool("resample", resample)
     if resample:
         if n_iter < 1:
             raise ValueError("resample=True needs n_iter >= 1")
@@ -408,8 +431,9 @@ class IFCA(BaseEstimator):
     init : {"bernoulli", "gaussian"} or array (k, d) or (n_init, k, d)
         ``"bernoulli"``: independent coordinate-wise Bernoulli(0.5) entries (the paper's Section 6.1);
         ``"gaussian"``: standard normal entries; an array is used as given.
-    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, method, dtype, n_threads
-        As in :func:`ifca`.
+    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype,
+    n_threads
+        As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
     rng : None, int, SeedSequence or Generator
         Source of the random initializations.
 
@@ -446,12 +470,16 @@ class IFCA(BaseEstimator):
     ----------
     Ghosh et al., "An Efficient Framework for Clustered Federated Learning", Algorithm 2 and
     Section 6.1 (random initialization with restarts).
+
+    Choosing k: the training loss always falls as ``n_clusters`` grows, so it cannot choose k;
+    fit each candidate k and keep the one with the lowest :meth:`bic` (see there for the criterion
+    and where it fails).
     """
 
     def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
                  loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
                  early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
-                 rng=None):
+                 rng=None, diverge_threshold="auto"):
         self.n_clusters = n_clusters
         self.lr = lr
         self.n_init = n_init
@@ -468,6 +496,7 @@ class IFCA(BaseEstimator):
         self.dtype = dtype
         self.n_threads = n_threads
         self.rng = rng
+        self.diverge_threshold = diverge_threshold
 
     def _kernel_kwargs(self):
         return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
@@ -476,6 +505,7 @@ class IFCA(BaseEstimator):
     def fit(self, X, y):
         """Fit on machines' data ``X`` (m, n, d) and ``y`` (m, n). Returns self."""
         k = check_int("n_clusters", self.n_clusters, low=1)
+        check_bool("early_stop", self.early_stop)
         n_init = check_int("n_init", self.n_init, low=1)
         dt = check_dtype("dtype", self.dtype)
         X = check_array("X", X, ndim=3, dtype=dt)
@@ -493,6 +523,12 @@ class IFCA(BaseEstimator):
                 theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
             else:
                 theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
+            scale = data_parameter_scale(X, check_array("y", y, ndim=(2, 3), dtype=dt))
+            if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
+                warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
+                              f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "
+                              "standardize y, or pass init scaled to the data", DataScaleWarning,
+                              stacklevel=2)
         else:
             theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
             theta0 = theta0[None] if theta0.ndim == 2 else theta0
@@ -505,13 +541,15 @@ class IFCA(BaseEstimator):
         lr_runs = np.tile(lrs, n_starts)
         res = ifca(X, y, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
                    local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
-                   method=self.method, trace=True, **self._kernel_kwargs())
+                   method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
+                   **self._kernel_kwargs())
         ok = ~res.diverged & np.isfinite(res.loss)
         if ok.any():
             best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
         else:
             best = 0
-            warnings.warn(f"all {res.loss.size} runs of IFCA diverged; try a smaller lr "
+            warnings.warn(f"all {res.loss.size} runs of IFCA diverged (parameters not finite or "
+                          f"beyond diverge_threshold={self.diverge_threshold!r}); try a smaller lr "
                           f"(got {lrs.tolist()})", ConvergenceWarning, stacklevel=2)
         if self.early_stop and ok.any() and not res.converged[best]:
             warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
@@ -524,6 +562,12 @@ class IFCA(BaseEstimator):
         self.lr_ = float(lr_runs[best])
         self.result_ = res
         self.n_features_in_ = d
+        empty = np.setdiff1d(np.arange(k), self.labels_)
+        if ok.any() and empty.size:
+            warnings.warn(f"{empty.size} of n_clusters={k} fitted models have no machine (models "
+                          f"{empty.tolist()} are empty): the data may hold fewer clusters, or the "
+                          "restarts missed them; compare candidate n_clusters with bic(X, y)",
+                          EmptyClusterWarning, stacklevel=2)
         return self
 
     def _check_fitted(self):
@@ -536,6 +580,10 @@ class IFCA(BaseEstimator):
         y = np.asarray(y)
         if X.ndim == 2 and y.ndim == 1:  # a single machine
             X, y = X[None], y[None]
+        if X.ndim != 3 or X.shape[-1] != self.n_features_in_:
+            raise ValueError(f"X must have shape (m, n, {self.n_features_in_}) (or (n, "
+                             f"{self.n_features_in_}) for one machine with a 1-d y): the model was "
+                             f"fitted with d = {self.n_features_in_} features, got shape {X.shape}")
         return ifca(X, y, self.coef_, 1.0, n_iter=0, **self._kernel_kwargs())
 
     def predict(self, X, y):
@@ -548,3 +596,113 @@ class IFCA(BaseEstimator):
     def score(self, X, y):
         """Minus the training-style loss ``(1/m) sum_i min_j F_i(coef_j)`` (higher is better)."""
         return -float(self._evaluate(X, y).loss[0])
+
+    # ------------------------------------------------------------------ choosing k
+    def _log_likelihood(self, X, y):
+        """Mixture log-likelihood of machines' data at ``coef_`` (see :meth:`bic`); returns (ll, m)."""
+        self._check_fitted()
+        if self.loss != "squared":
+            raise ValueError(f"bic/aic are defined for loss='squared' (Gaussian noise), got "
+                             f"loss={self.loss!r}")
+        X = check_array("X", X, ndim=3, dtype=np.float64)
+        y = check_array("y", y, ndim=2, dtype=np.float64)
+        m, n, d = X.shape
+        if d != self.n_features_in_ or y.shape != (m, n):
+            raise ValueError(f"X, y must have shapes (m, n, {self.n_features_in_}) and (m, n), got "
+                             f"{X.shape} and {y.shape}")
+        theta = np.asarray(self.coef_, dtype=np.float64)
+        k = theta.shape[0]
+        # rss[i, j] = ||y_i - X_i theta_j||^2
+        rss = np.square(y[:, :, None] - np.einsum("mnd,kd->mnk", X, theta)).sum(axis=1)
+        a = np.argmin(rss, axis=1)
+        total = float(rss[np.arange(m), a].sum())
+        # noise variance: the hard-assignment MLE, floored at float64 resolution of y's scale so
+        # that noiseless data (sigma = 0) give a large finite likelihood instead of +inf
+        var = max(total / (m * n), np.finfo(np.float64).eps * max(float(np.mean(y * y)), 1e-300))
+        weights = np.bincount(a, minlength=k) / m
+        with np.errstate(divide="ignore"):
+            logw = np.log(weights)
+        comp = logw[None, :] - 0.5 * n * np.log(2 * np.pi * var) - rss / (2 * var)
+        from scipy.special import logsumexp
+
+        return float(logsumexp(comp, axis=1).sum()), m
+
+    def _n_parameters(self):
+        k, d = self.coef_.shape
+        return k * d + (k - 1) + 1
+
+    def bic(self, X, y):
+        r"""Bayesian information criterion of the fitted mixture on ``X`` (m, n, d), ``y`` (m, n).
+
+        Lower is better: fit ``IFCA`` for each candidate ``n_clusters`` and keep the k with the
+        smallest BIC (training loss cannot choose k: it always falls as k grows).
+
+        The model is the mixture of linear regressions IFCA assumes, with machines as the
+        independent observations: machine i draws a cluster j with probability ``pi_j`` and then
+        ``y_i = X_i theta_j + eps_i``, ``eps_i ~ N(0, sigma^2 I_n)``. Its log-likelihood is
+
+        .. math::
+
+            \log L = \sum_{i=1}^m \log \sum_{j=1}^k \pi_j \,(2 \pi \sigma^2)^{-n/2}
+                      \exp\!\big(-\|y_i - X_i \theta_j\|^2 / (2 \sigma^2)\big)
+
+        evaluated at the fitted models ``theta_j = coef_[j]``, ``pi_j`` = the fraction of machines
+        IFCA assigned to model j and ``sigma^2`` = the mean squared residual of every row under its
+        machine's assigned model (floored at float64 resolution of ``mean(y^2)`` for noiseless
+        data). Then ``BIC = -2 log L + p log m`` (Schwarz 1978) with ``p = k d + (k - 1) + 1``
+        free parameters: the k models, the k - 1 free mixing weights and the noise variance. The
+        machine assignments are not counted as parameters: they are latent variables summed out of
+        the mixture likelihood above (this is the mixture BIC used for mixtures of regressions, see
+        Hurn, Justel & Robert 2003; Khalili & Chen 2007 study order selection for them), not the
+        classification likelihood. Empty models (no machine) still count in ``p``.
+
+        Honest limits: the parameters plugged in are IFCA's (the minimizers of the hard-assignment
+        loss), not the maximum of the mixture likelihood; when clusters are separated the two
+        agree closely, otherwise the likelihood is slightly underestimated. The criterion picks the
+        true k when the clusters are separated well beyond the noise of a machine's estimate
+        (roughly ``||theta_j - theta_l|| >> sigma sqrt(d / n)``) and IFCA found the global optimum
+        for every candidate k (use enough restarts). When the fits merge clusters it picks a
+        smaller k: with separation below the noise of a machine's estimate the clusters cannot be
+        told apart, and with random 0/1 initializations far from small-scale models (R = 0.1,
+        sigma = 0.1, d = 5 in ``tests/test_reliability.py``) IFCA merges clusters the criterion
+        would see from a good start; with too few restarts a poor fit at the true k can lose to
+        another k. Only ``loss="squared"`` (Gaussian noise) is supported.
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr, warnings
+        >>> mix = mlr.make_mixture(m=60, n=50, d=5, k=3, R=1.0, sigma=0.1, rng=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     bics = {k: mlr.IFCA(n_clusters=k, n_init=20, rng=1).fit(mix.X, mix.y).bic(mix.X, mix.y)
+        ...             for k in range(1, 6)}
+        >>> min(bics, key=bics.get)
+        3
+
+        References
+        ----------
+        G. Schwarz, "Estimating the dimension of a model", Annals of Statistics 6(2), 1978.
+        M. Hurn, A. Justel, C. P. Robert, "Estimating mixtures of regressions", Journal of
+        Computational and Graphical Statistics 12(1), 2003.
+        A. Khalili, J. Chen, "Variable selection in finite mixture of regression models", Journal
+        of the American Statistical Association 102(479), 2007.
+        """
+        ll, m = self._log_likelihood(X, y)
+        return -2.0 * ll + self._n_parameters() * np.log(m)
+
+    def aic(self, X, y):
+        """Akaike information criterion ``-2 log L + 2 p`` (Akaike 1974), with the log-likelihood
+        and parameter count of :meth:`bic`. Lower is better; AIC penalizes extra clusters less
+        than BIC and tends to choose a larger k.
+
+        References
+        ----------
+        H. Akaike, "A new look at the statistical model identification", IEEE Transactions on
+        Automatic Control 19(6), 1974.
+        """
+        ll, _ = self._log_likelihood(X, y)
+        return -2.0 * ll + 2.0 * self._n_parameters()

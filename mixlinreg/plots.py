@@ -9,12 +9,14 @@ A *success summary table* is a :class:`pandas.DataFrame` with one row per grid c
 
 Two layouts are drawn:
 
-* ``"R-sigma"`` (Ghosh et al. 2020, Figure 2 a, b): success probability against the separation
-  ``R``, one line per noise level ``sigma``, with ``m`` and ``n`` fixed;
+* ``"R-sigma"`` (Ghosh et al. 2020, Figure 2 a, b): success probability against the scale ``R`` of
+  the true parameters (not their separation: with the code's ``theta*_j = R * Bernoulli(0.5)^d``
+  two models are about ``R sqrt(d / 2)`` apart), one line per noise level ``sigma``, with ``m``
+  and ``n`` fixed;
 * ``"m-n"`` (Figure 2 c, d): success probability against the number of machines ``m``, one line per
   number of samples per machine ``n``, one facet per ``R``, with ``sigma`` fixed.
 
-Every line carries a shaded band between the Wilson bounds. The figures are built with the
+Every line carries a shaded band between the Wilson bounds (a legend entry says so). The figures are built with the
 object-oriented API on the non-interactive Agg canvas (``matplotlib.pyplot`` and the global backend
 are left alone), and the seaborn ``whitegrid`` theme is applied only while a figure is drawn: the
 global ``matplotlib.rcParams`` are the same after a call as before it.
@@ -57,7 +59,7 @@ _LAYOUT_AXES = {
     "m-n": ("m", "n", "R", ("k", "d", "sigma")),
 }
 _AXIS_LABELS = {
-    "R": "R (separation of the true parameters)",
+    "R": "R (scale of theta*; separation ~ R sqrt(d/2))",
     "m": "m (number of machines)",
 }
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -235,6 +237,10 @@ def _legend(ax, handles=None, labels=None):
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     if handles:
+        from matplotlib.patches import Patch
+
+        handles = list(handles) + [Patch(facecolor="0.5", alpha=0.35, linewidth=0)]
+        labels = list(labels) + ["shaded: Wilson 95% interval"]
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                   borderaxespad=0.0, fontsize="small", frameon=False, handlelength=3.0)
 

@@ -75,7 +75,7 @@ def test_panel_r_sigma_lines_bands_and_title():
     assert _n_bands(ax) == len(SIGMAS)
     assert ax.get_ylim() == pytest.approx((-0.02, 1.02))
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == [f"sigma = {s:g}" for s in SIGMAS]
+    assert labels == [f"sigma = {s:g}" for s in SIGMAS] + ["shaded: Wilson 95% interval"]
     title = ax.get_title()
     assert "k = 2, d = 50" in title and "m = 100" in title and "n = 100" in title
     assert "authors' rule" in title and "10 trials" in title
@@ -121,7 +121,7 @@ def test_panel_m_n_facets_per_R():
     assert fig.axes[0].get_shared_y_axes().joined(fig.axes[0], fig.axes[1])
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     assert len(legends) == 1
-    assert [t.get_text() for t in legends[0].get_texts()] == [f"n = {n}" for n in NS]
+    assert [t.get_text() for t in legends[0].get_texts()] == [f"n = {n}" for n in NS] + ["shaded: Wilson 95% interval"]
     title = fig.get_suptitle()
     assert "sigma = 0.5" in title and "text rule" in title and "10 trials" in title
 
@@ -143,7 +143,7 @@ def test_panel_m_n_into_given_ax_uses_line_styles():
     styles = {line.get_linestyle() for line in ax.lines}
     assert len(styles) == len(RS)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == [f"n = {n}, R = {R:g}" for R in RS for n in NS]
+    assert labels == [f"n = {n}, R = {R:g}" for R in RS for n in NS] + ["shaded: Wilson 95% interval"]
     # one colour per n, whatever R
     by_n = {}
     for line, lab in zip(ax.lines, labels):

@@ -1,6 +1,6 @@
 """Experiment configurations: TOML files with a grid, a protocol and presets.
 
-A config file looks like ``experiments/fig2a.toml``::
+A config file looks like the source repository's ``experiments/fig2a.toml`` (abridged)::
 
     name = "fig2a"
     description = "..."
@@ -186,7 +186,9 @@ def _validate(where, grid, protocol, layout):
     if not isinstance(p["success_plus"], (int, float)) or p["success_plus"] < 0:
         _fail(where, f"protocol.success_plus must be a number >= 0, got {p['success_plus']!r}")
     p["success_plus"] = float(p["success_plus"])
-    p["early_stop"] = bool(p["early_stop"])
+    if not isinstance(p["early_stop"], bool):  # TOML booleans are true/false, never "false" or 0
+        raise TypeError(f"config {where}: protocol.early_stop must be a bool (true or false), "
+                        f"got {p['early_stop']!r}")
     p["tol"] = float(p["tol"])
     if layout not in ("R-sigma", "m-n"):
         _fail(where, f"layout must be 'R-sigma' or 'm-n', got {layout!r}")

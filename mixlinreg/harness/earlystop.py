@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .agreement import agrees, compare_rows
+from .._validation import check_float, check_int
 from .run import run_unit
 from .success import RULES
 
@@ -31,6 +32,7 @@ def with_early_stop(exp, tol):
 
 def sample_units(exp, n_units, rng):
     """``n_units`` units spread over the experiment's groups (the smallest and largest first)."""
+    n_units = check_int("n_units", n_units, low=1)
     units = exp.units()
     groups = sorted({(u.m, u.n, u.d, u.k) for u in units}, key=lambda g: g[0] * g[1])
     order = [groups[0], groups[-1]] + [groups[i] for i in rng.permutation(len(groups))]
@@ -46,8 +48,22 @@ def sample_units(exp, n_units, rng):
     return chosen
 
 
+def _warm_up(dtype):
+    """Compile (or load) the kernel for a unit's argument types, so no timing includes it."""
+    from ..ifca import ifca
+
+    gen = np.random.default_rng(0)
+    X = gen.standard_normal((2, 3, 2)).astype(dtype)
+    Y = gen.standard_normal((1, 2, 3)).astype(dtype)
+    init = np.zeros((1, 2, 2), dtype=dtype)
+    for es in (False, True):
+        ifca(X, Y, init, np.array([0.1]), n_iter=2, y_index=np.zeros(1, dtype=np.int64),
+             early_stop=es, dtype=dtype)
+
+
 def compare_unit(exp, unit, tol, floor=1e-3, n_threads=None):
     """Run a unit without and with early stop; return a dict of differences."""
+    _warm_up(np.dtype(exp.protocol["dtype"]))
     t0 = time.perf_counter()
     full, _ = run_unit(with_early_stop(exp, None), unit, n_threads=n_threads)
     t1 = time.perf_counter()
@@ -68,6 +84,10 @@ def check_early_stop(exps, tol=1e-7, units_per_exp=2, rel_tol=1e-3, floor=1e-3, 
     and True when no success flag changed under any rule, no run diverged in one and not the other,
     and every final distance of at least ``floor`` moved by at most ``rel_tol`` relative.
     """
+    units_per_exp = check_int("units_per_exp", units_per_exp, low=1)
+    tol = check_float("tol", tol, low=0)
+    rel_tol = check_float("rel_tol", rel_tol, low=0)
+    floor = check_float("floor", floor, low=0)
     rng = np.random.default_rng(seed)
     rows = []
     for exp in exps:

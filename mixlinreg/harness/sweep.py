@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import resource
 import time
 
+from .._env import numba_threads, usable_cores
+from .._validation import check_bool
 from .run import run_unit
 from .store import ResultStore
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover
-        return os.cpu_count() or 1
 
 
 def _work(exp, unit, store_path_parent, threads, method="auto"):
@@ -64,7 +58,10 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     """Run every unit of ``exp`` that the store does not hold yet; return ``(store, summary)``.
 
     ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
-    so workers x threads never exceed the cores. ``backend="dask"`` sends the units to the Dask
+    so workers x threads never exceed the cores; the usable cores and numba's pool size are read
+    from the environment (CPU affinity, cgroup quota, ``OMP_NUM_THREADS``, ``NUMBA_NUM_THREADS``;
+    see :func:`mixlinreg._env.usable_cores`); loky never starts more workers than usable cores or
+    units left (the summary reports the workers used). ``backend="dask"`` sends the units to the Dask
     cluster at ``scheduler`` (an address such as ``tcp://host:8786``, or a ``Client``).
     ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
     ``n_jobs``, the backend or the completion order. ``method`` is the kernel path of
@@ -79,6 +76,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     """
     from tqdm.auto import tqdm
 
+    progress = check_bool("progress", progress)
     store = ResultStore(out_dir, exp, clean=True)
     done = store.done()
     units = exp.units()
@@ -89,7 +87,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
-    threads = max(1, _cores() // n_jobs) if backend != "dask" else 1
+    if backend == "loky":  # never more local workers than usable cores or units to run
+        n_jobs = max(1, min(n_jobs, usable_cores(), len(todo)))
+    threads = numba_threads(n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos = []
     by_others = set()

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._validation import check_bool
 from ..harness.store import _atomic_write_text
 from ..harness.store import UnitStore, _atomic_write_bytes
 from .._paths import plain_name
@@ -154,7 +155,8 @@ class Context:
     study_id : str
     preset : {"smoke", "quick", "full"}
         ``smoke`` is for the test suite (seconds), ``quick`` for ``mixlinreg check --preset quick``
-        (all IDs within 20 minutes on two cores), ``full`` as large as the verdicts need.
+        (all 12 IDs in about 4 minutes on two cores once numba has compiled, measured for the
+        README), ``full`` as large as the verdicts need.
     out : path
         Folder for tables, figures and the per-study JSON (``figures/checks``).
     store : path or None
@@ -179,6 +181,7 @@ class Context:
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
     def __post_init__(self):
+        check_bool("progress", self.progress)
         if self.preset not in PRESETS:
             raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
         plain_name("study ID", self.study_id)

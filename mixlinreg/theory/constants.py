@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from .._validation import as_generator, check_array, check_choice, check_float, check_int
+from .._validation import (as_generator, check_array, check_bool, check_choice, check_float,
+                           check_int)
 
 __all__ = ["LossConstants", "loss_constants", "population_minimizers", "sample_cluster",
            "loss_parts", "squared_analytic", "LOSSES"]
@@ -351,6 +352,7 @@ def population_minimizers(loss, theta_star, *, sigma=None, df=None, l2=0.0, hube
     method : str
         ``"analytic"`` or ``"monte_carlo"``.
     """
+    symmetric = check_bool("symmetric", symmetric)
     ts, sigma, df, l2, huber_delta = _check_setup(loss, theta_star, sigma, df, l2, huber_delta)
     method = check_choice("method", method, METHODS)
     analytic_ok = loss == "squared" and df is None
@@ -502,6 +504,7 @@ def loss_constants(loss, theta_star, *, radius, sigma=None, df=None, l2=0.0, hub
     ----------
     Ghosh et al., Section 5.2: Assumptions 3 (lambda, L), 4 (eta^2), 5 (v^2).
     """
+    symmetric = check_bool("symmetric", symmetric)
     ts, sigma, df, l2, huber_delta = _check_setup(loss, theta_star, sigma, df, l2, huber_delta)
     radius = check_float("radius", radius, low=0.0)
     method = check_choice("method", method, METHODS)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, special, stats
 
-from .._validation import as_generator
+from .._validation import as_generator, check_bool
 from ..harness.success import wilson_interval
 from . import bounds
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, combine, pick
@@ -286,6 +286,7 @@ def misclassification_probability(a, b, sigma, n_prime, *, log=False):
     >>> float(misclassification_probability([0.0], [1.0], 0.0, 3))  # no noise, own model exact
     0.0
     """
+    log = check_bool("log", log)
     a, b = _ab(a, b)
     sigma = _sigma(sigma)
     n = _nprime(n_prime)
@@ -502,6 +503,7 @@ def worst_placement(alpha, rho, *, n_grid=41, n_starts=4, interior=True):
     ----------
     Lemma 1 (Appendix A.1 of the long version).
     """
+    interior = check_bool("interior", interior)
     alpha, rho = _alpha_rho(alpha, rho)
     if not isinstance(n_grid, (int, np.integer)) or n_grid < 5:
         raise ValueError(f"n_grid must be an integer >= 5, got {n_grid!r}")

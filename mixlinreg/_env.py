@@ -1,0 +1,89 @@
+"""What the environment lets a command use: one function for the number of usable cores.
+
+Every place that splits work between processes and threads asks :func:`usable_cores` (and
+:func:`numba_threads` for the numba thread pool), so that a limit set by the user
+(``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``), by the scheduler (CPU affinity) or by a container
+(cgroup v2 ``cpu.max``, cgroup v1 ``cpu.cfs_quota_us``) is respected instead of crashing a command.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+__all__ = ["usable_cores", "numba_threads", "cpu_limits"]
+
+_CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
+_CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def _env_int(name):
+    """A positive integer environment variable, or None when unset or not a positive integer."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def _cgroup_cpus(v2=_CGROUP_V2, v1=_CGROUP_V1):
+    """CPUs allowed by a cgroup quota (rounded up), or None when there is no quota or no cgroup."""
+    try:
+        quota, period = Path(v2).read_text().split()[:2]
+        if quota != "max":
+            return max(1, math.ceil(int(quota) / int(period)))
+        return None
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int(Path(v1[0]).read_text())
+        period = int(Path(v1[1]).read_text())
+        if quota > 0 and period > 0:
+            return max(1, math.ceil(quota / period))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def cpu_limits():
+    """Every limit on the cores this process may use, as a dict (None = no limit of that kind).
+
+    Keys: ``affinity`` (``os.sched_getaffinity``, else ``os.cpu_count``), ``cgroup`` (CPU quota),
+    ``NUMBA_NUM_THREADS`` (numba's thread pool size, which the environment variable sets),
+    ``OMP_NUM_THREADS``.
+    """
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        affinity = os.cpu_count() or 1
+    try:
+        import numba
+
+        numba_max = int(numba.config.NUMBA_NUM_THREADS)
+    except Exception:  # pragma: no cover - numba is a dependency
+        numba_max = _env_int("NUMBA_NUM_THREADS")
+    return {"affinity": affinity, "cgroup": _cgroup_cpus(), "NUMBA_NUM_THREADS": numba_max,
+            "OMP_NUM_THREADS": _env_int("OMP_NUM_THREADS")}
+
+
+def usable_cores():
+    """Cores this process may use: the smallest of CPU affinity, cgroup quota and ``OMP_NUM_THREADS``.
+
+    ``NUMBA_NUM_THREADS`` is not a core limit (it caps numba's pool, see :func:`numba_threads`).
+    Always at least 1.
+    """
+    lim = cpu_limits()
+    vals = [v for key, v in lim.items() if key != "NUMBA_NUM_THREADS" and v is not None]
+    return max(1, min(vals))
+
+
+def numba_threads(n_jobs=1):
+    """numba threads per worker when ``n_jobs`` workers share :func:`usable_cores`.
+
+    Never more than numba's pool (``NUMBA_NUM_THREADS``), never less than 1.
+    """
+    per_job = max(1, usable_cores() // max(1, int(n_jobs)))
+    pool = cpu_limits()["NUMBA_NUM_THREADS"]
+    return max(1, min(per_job, pool)) if pool else per_job
