@@ -275,10 +275,6 @@ class _GramCache:
         self.built = 0
         self.hits = 0
 
-    def missing(self, masks):
-        """Machines (rows) in the sets of ``masks`` that are not cached yet (the build cost)."""
-        return sum(int(mk.sum()) for mk in masks if mk.any() and mk.tobytes() not in self.slot_of)
-
     def free_slots(self):
         return len(self.unused)
 
