@@ -111,8 +111,8 @@ class IFCAResult:
         ``"gram"`` (certified assignments and shared cluster Grams).
     trace : IFCATrace or None
     path_stats : dict or None
-        For ``method="gram"``: run-iterations done directly and with Grams, exact evaluations
-        forced by failed certificates, Grams built and reused.
+        For ``method="gram"``: run-iterations of each kind of step (full, assigned-only, Gram),
+        Grams built and reused, and the seconds spent per phase.
     """
 
     theta: np.ndarray
@@ -204,10 +204,10 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         statistics ``X_i^T X_i, X_i^T y_i, y_i^T y_i`` (squared loss, ``resample=False``, gradient
         averaging), costing ``2 d^2 k`` instead of ``2 n d (k + 1)`` flop per machine and run.
         ``"gram"`` (squared loss, ``resample=False``, gradient averaging, ``participation=None``):
-        direct iterations until a run's partition holds, then certified assignments (bounds that
-        prove the argmin without touching the data; an exact evaluation whenever they cannot)
-        and gradients from cluster Grams ``sum_{i in S_j} X_i^T X_i`` shared by all runs with the
-        same cluster (see ``mixlinreg/_gram.py``). ``"auto"`` uses ``"stats"`` when that is
+        a run whose assignments are certified by bounds (which prove the argmin without touching
+        the data) takes its gradient at the assigned models only, or from cluster Grams
+        ``sum_{i in S_j} X_i^T X_i`` shared by all runs with the same cluster; any other run takes
+        the direct path's full iteration, which also resets its bounds (see ``mixlinreg/_gram.py``). ``"auto"`` uses ``"stats"`` when that is
         cheaper and ``dtype`` is float64 (in float32 the expanded quadratic loses accuracy to
         cancellation), else ``"gram"`` where it applies, no trace is asked for (a trace needs every
         loss every iteration), k Grams fit in ``gram_memory`` and one iteration is large enough to
