@@ -8,17 +8,22 @@ each live run takes one of three steps (:func:`run_gram`):
 * **full**: the direct path's iteration (every model's loss on every machine, the gradient at the
   assigned model). Its exact losses also set the run's bounds (below).
 * **assigned**: the run's assignments are *certified*, so only the gradient at the assigned model
-  is computed (one forward pass instead of k).
+  is computed (one forward pass instead of k). Full and assigned runs share one pass over the
+  data (:func:`mixlinreg._kernels._machine`: the first ``nf`` runs are evaluated).
 * **gram**: certified, and the gradient comes from shared cluster Grams.
 
 Certified assignments. With ``r_ij = ||X_i theta_j - y_i||`` and ``s_i`` the largest singular
-value of ``X_i``, a move of ``theta_j`` by ``delta_j`` changes ``r_ij`` by at most
-``s_i delta_j``. Per (run, machine) the path keeps an upper bound ``U_i`` of the assigned model's
-residual norm and lower bounds ``Lo_ij`` of the others', set by every exact evaluation and widened
-by ``s_i delta_j`` after every update. A run's assignments are certified when, for every machine
-and every other model, ``(U_i + rho)^2 / n + pen_a`` (times ``1 + CERT_REL_MARGIN``) is below
-``(Lo_ij - rho)^2 / n + pen_j`` (times ``1 - CERT_REL_MARGIN``): then the argmin of the losses the
-direct path would compute is the current assignment, ties and rounding included.
+value of ``X_i``, moving ``theta_j`` away from a point ``a_j`` by ``||theta_j - a_j||`` changes
+``r_ij`` by at most ``s_i ||theta_j - a_j||``. Each exact evaluation of a run sets its *anchor*
+``a`` (the models it evaluated) and, per machine, an upper bound ``U_i`` of the assigned model's
+residual norm and lower bounds ``Lo_ij`` of the others' at the anchor. At a later iteration the
+bounds are widened by ``s_i ||theta_j - a_j||`` (the distance from the anchor, never more than the
+length of the path taken, and much less for runs that oscillate). A run's assignments are
+certified when, for every machine and every other model,
+``(U_i + s_i ||theta_a - a_a|| + rho)^2 / n + pen_a`` (times ``1 + CERT_REL_MARGIN``) is below
+``(Lo_ij - s_i ||theta_j - a_j|| - rho)^2 / n + pen_j`` (times ``1 - CERT_REL_MARGIN``): then the
+argmin of the losses the direct path would compute is the current assignment, ties and rounding
+included.
 ``rho = 2 gamma_d ||X_i||_F ||theta_j||`` bounds the rounding of a forward pass in the working
 dtype (``gamma_d = d u / (1 - d u)``, ``u`` the unit roundoff; the factor 2 covers the evaluation
 that set the bound and the one it stands for). A run that is not certified takes a full step.
@@ -27,8 +32,9 @@ Shared cluster Grams. The gradient sum of cluster j is
 ``(2 / n) (A_j theta_j - b_j) + l2 |S_j| theta_j`` with ``A_j = sum_{i in S_j} X_i^T X_i`` and
 ``b_j = sum_{i in S_j} X_i^T y_i``, costing ``2 d^2`` per model instead of ``2 |S_j| n d``.
 ``A_j`` depends only on X and the set ``S_j``, so it is shared by every run (and every response
-variant) whose cluster has that set; it is built once, in float64, from the data, and kept in a
-cache of ``gram_memory`` bytes (least recently used unreferenced Grams are dropped). All runs using
+variant) whose cluster has that set; it is made once, in float64 (from the data, or composed from
+cached Grams whose sets add up to ``S_j``, see :class:`_GramCache`), and kept in a cache of
+``gram_memory`` bytes (least recently used unreferenced Grams are dropped). All runs using
 one Gram are advanced by one GEMM. A certified run takes Grams when a cost model says they are
 cheaper than assigned steps (:func:`run_gram`'s ``enter``), and gives them back when its partition
 changes.
@@ -56,7 +62,7 @@ from numba import prange
 from . import _config
 from ._config import FASTMATH
 from ._kernels import (
-    ASSIGNED, EVALUATE, ITERATE, _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers,
+    ITERATE, _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers,
 )
 
 __all__ = ["run_gram", "gram_applicable"]
@@ -157,21 +163,31 @@ def _refresh_bounds(act, na, norms, asg, lall, n, fro, gamma, U, Lo):
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _advance_bounds(act, na, delta, asg, s, U, Lo):
-    """After an update that moved model j of run r by ``delta[r, j]``: widen the bounds."""
-    m = asg.shape[1]
-    k = Lo.shape[2]
+def _anchor_dist(act, na, theta, anchor, out):
+    """``out[act[a], j] = ||theta[r, j] - anchor[r, j]||`` (float64), enlarged by a relative 1e-12.
+
+    The enlargement covers the rounding of the float64 sum of squares (far below the
+    certificate's margin).
+    """
+    k = theta.shape[1]
+    d = theta.shape[2]
     for a in prange(na):
         r = act[a]
-        for i in range(m):
-            U[r, i] += s[i] * delta[r, asg[r, i]]
-            for j in range(k):
-                Lo[r, i, j] -= s[i] * delta[r, j]
+        for j in range(k):
+            s = 0.0
+            for q in range(d):
+                v = np.float64(theta[r, j, q]) - np.float64(anchor[r, j, q])
+                s += v * v
+            out[r, j] = np.sqrt(s) * (1.0 + 1e-12)
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _certify(act, na, norms, asg, U, Lo, fro, gamma, rel, l2, n, ok):
-    """``ok[a]``: every assignment of run ``act[a]`` is certified (see the module docstring)."""
+def _certify(act, na, norms, asg, U, Lo, s, dist, fro, gamma, rel, l2, n, ok):
+    """``ok[a]``: every assignment of run ``act[a]`` is certified (see the module docstring).
+
+    ``U`` and ``Lo`` are the bounds at the run's anchor (its models at its last exact
+    evaluation); ``dist[r, j]`` is how far model j has moved from its anchor since.
+    """
     m = asg.shape[1]
     k = Lo.shape[2]
     for a in prange(na):
@@ -179,7 +195,7 @@ def _certify(act, na, norms, asg, U, Lo, fro, gamma, rel, l2, n, ok):
         good = True
         for i in range(m):
             ai = asg[r, i]
-            ru = U[r, i] + gamma * fro[i] * norms[a, ai]
+            ru = U[r, i] + s[i] * dist[r, ai] + gamma * fro[i] * norms[a, ai]
             fu = (ru * ru / n + 0.5 * l2 * norms[a, ai] * norms[a, ai]) * (1.0 + rel)
             if not fu < 1e30:  # non-finite or near overflow: evaluate exactly
                 good = False
@@ -187,7 +203,7 @@ def _certify(act, na, norms, asg, U, Lo, fro, gamma, rel, l2, n, ok):
             for j in range(k):
                 if j == ai:
                     continue
-                rl = Lo[r, i, j] - gamma * fro[i] * norms[a, j]
+                rl = Lo[r, i, j] - s[i] * dist[r, j] - gamma * fro[i] * norms[a, j]
                 if rl < 0.0:
                     rl = 0.0
                 fl = (rl * rl / n + 0.5 * l2 * norms[a, j] * norms[a, j]) * (1.0 - rel)
@@ -197,19 +213,6 @@ def _certify(act, na, norms, asg, U, Lo, fro, gamma, rel, l2, n, ok):
             if not good:
                 break
         ok[a] = good
-
-
-@nb.njit(fastmath=FASTMATH, cache=True)
-def _step_norms(nrm, act, na, out):
-    """``out[act[a], j]``: the norm of the step just taken, from :func:`_finish_all`'s block sums."""
-    nblk = nrm.shape[0]
-    k = nrm.shape[2]
-    for a in range(na):
-        for j in range(k):
-            s = 0.0
-            for b in range(nblk):
-                s += nrm[b, a, j, 1]
-            out[act[a], j] = np.sqrt(s)
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -253,7 +256,11 @@ class _GramCache:
     """Cluster Grams keyed by their set of machines, within a memory budget.
 
     A Gram in use by a run is never dropped; an unused one is dropped least recently used first
-    when a new one needs its slot.
+    when a new one needs its slot. A missing Gram is *composed* where that is cheaper than building
+    it from the data: the sum and difference of cached Grams whose sets add up to the new set,
+    corrected by the few machines they miss or include in excess (:meth:`plan`). Cluster sets of
+    one partition, and of partitions that merge or split true clusters, are mostly such sums and
+    complements. Composing changes only the float64 rounding of the Gram.
     """
 
     def __init__(self, X, budget_bytes, max_slots):
@@ -264,6 +271,8 @@ class _GramCache:
         self.grams = np.empty((self.n_slots, d, d), dtype=np.float64)
         self.size = np.zeros(self.n_slots, dtype=np.int64)
         self.refs = np.zeros(self.n_slots, dtype=np.int64)
+        self.masks = np.zeros((self.n_slots, m), dtype=np.bool_)  # the set of each valid slot
+        self.valid = np.zeros(self.n_slots, dtype=np.bool_)
         self.key_of = [None] * self.n_slots
         self.slot_of = {}
         self.unused = OrderedDict((s, None) for s in range(self.n_slots))  # LRU order
@@ -272,14 +281,70 @@ class _GramCache:
         self._part = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
         self._Z = np.empty((nblk, rows, d), dtype=np.float64) if self.n_slots else None
         self._T = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
+        self._tmp = np.empty((d, d), dtype=np.float64) if self.n_slots else None
+        self._memo = {}  # plan costs of the current cache contents
         self.built = 0
+        self.composed = 0
+        self.machines_built = 0
         self.hits = 0
 
     def free_slots(self):
         return len(self.unused)
 
+    def plan(self, mask):
+        """How to make the Gram of ``mask``: ``(terms, add, sub)``.
+
+        ``terms`` lists ``(sign, slot)`` of cached Grams to add (+1) or subtract (-1); the
+        machines in ``add`` and ``sub`` are then added and subtracted one by one. Greedy: from
+        nothing, from each of the three cached sets nearest to ``mask`` or from its smallest cached
+        superset, repeatedly add the largest cached set inside what is missing or subtract the
+        largest inside what is in excess; the start that leaves the fewest machines wins.
+        """
+        K = self.masks[self.valid]
+        slots = np.flatnonzero(self.valid)
+        sizes = K.sum(axis=1)
+        bases = [None]
+        if slots.size:
+            # the three nearest cached sets, and the smallest cached superset (for complements)
+            bases += [int(b) for b in np.argsort((K ^ mask).sum(axis=1), kind="stable")[:3]]
+            sup = np.flatnonzero(~(mask & ~K).any(axis=1))
+            if sup.size:
+                bases.append(int(sup[np.argmin(sizes[sup])]))
+        best = None
+        for b in bases:
+            cur = np.zeros_like(mask) if b is None else K[b].copy()
+            terms = [] if b is None else [(1, int(slots[b]))]
+            while slots.size:
+                need_add = mask & ~cur
+                need_sub = cur & ~mask
+                inside_add = ~(K & ~need_add).any(axis=1)
+                inside_sub = ~(K & ~need_sub).any(axis=1)
+                gain = np.maximum(np.where(inside_add, sizes, 0), np.where(inside_sub, sizes, 0))
+                g = int(np.argmax(gain))
+                if gain[g] <= 0:
+                    break
+                if inside_add[g]:
+                    cur |= K[g]
+                    terms.append((1, int(slots[g])))
+                else:
+                    cur &= ~K[g]
+                    terms.append((-1, int(slots[g])))
+            add = np.flatnonzero(mask & ~cur).astype(np.int64)
+            sub = np.flatnonzero(cur & ~mask).astype(np.int64)
+            if best is None or add.size + sub.size < best[1].size + best[2].size:
+                best = (terms, add, sub)
+        return best
+
+    def build_machines(self, mask):
+        """Number of machines whose ``X_i^T X_i`` building the Gram of ``mask`` would add up."""
+        key = mask.tobytes()
+        if key not in self._memo:
+            _, add, sub = self.plan(mask)
+            self._memo[key] = add.size + sub.size
+        return self._memo[key]
+
     def acquire(self, mask):
-        """Slot of the Gram of the machines in ``mask`` (built if needed); -1 for an empty set."""
+        """Slot of the Gram of the machines in ``mask`` (made if needed); -1 for an empty set."""
         if not mask.any():
             return -1
         key = mask.tobytes()
@@ -289,12 +354,35 @@ class _GramCache:
             old = self.key_of[slot]
             if old is not None:
                 del self.slot_of[old]
-            members = np.flatnonzero(mask).astype(np.int64)
-            _build_gram(self.X, members, self._part, self._Z, self._T, self.grams[slot])
+            self.valid[slot] = False
+            terms, add, sub = self.plan(mask)
+            out = self.grams[slot]
+            if terms:
+                sign, t = terms[0]
+                np.multiply(self.grams[t], float(sign), out=out)
+                for sign, t in terms[1:]:
+                    if sign > 0:
+                        out += self.grams[t]
+                    else:
+                        out -= self.grams[t]
+                for part, sign in ((add, 1.0), (sub, -1.0)):
+                    if part.size:
+                        _build_gram(self.X, part, self._part, self._Z, self._T, self._tmp)
+                        if sign > 0:
+                            out += self._tmp
+                        else:
+                            out -= self._tmp
+                self.composed += 1
+            else:
+                _build_gram(self.X, add, self._part, self._Z, self._T, out)
+            self.machines_built += add.size + sub.size
             self.key_of[slot] = key
             self.slot_of[key] = slot
-            self.size[slot] = members.size
+            self.masks[slot] = mask
+            self.valid[slot] = True
+            self.size[slot] = int(mask.sum())
             self.built += 1
+            self._memo.clear()
         else:
             self.hits += 1
             self.unused.pop(slot, None)
@@ -353,6 +441,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     Rp = _padded(R, pad)
     (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
      ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, False, theta)
+    ThF_flat = np.zeros(d * Rp * k, dtype=theta.dtype)  # the evaluated runs' models (see _machine)
     noA = np.zeros((1, 1, 1), dtype=theta.dtype)
     nocv = np.zeros((1, 1), dtype=np.float64)
     nopart = np.zeros((1, 1, 1), dtype=np.bool_)
@@ -368,7 +457,8 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     # bounds and the state of each run
     U = np.zeros((R, m))
     Lo = np.zeros((R, m, k))
-    delta = np.zeros((R, k))
+    anchor = theta.copy()  # each run's models at its last exact evaluation
+    dist = np.zeros((R, k))  # how far each model has moved from its anchor
     norms = np.zeros((R, k))
     ok = np.zeros(R, dtype=np.bool_)
     has_bounds = np.zeros(R, dtype=np.bool_)  # set by a run's first full step
@@ -390,7 +480,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     flop_assigned = 4.0 * m * n * d
     stats = dict(full_iterations=0, assigned_iterations=0, gram_iterations=0, grams_built=0,
                  gram_hits=0, gram_slots=cache.n_slots)
-    clock = dict(setup=0.0, certify=0.0, full=0.0, assigned=0.0, gram=0.0, enter=0.0, final=0.0)
+    clock = dict(setup=0.0, certify=0.0, sweep=0.0, gram=0.0, enter=0.0, final=0.0)
     tick = time.perf_counter()
 
     def lap(key):
@@ -409,7 +499,6 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
         _finish_all(runs.size, it, W, runs, theta, lr, gsum, cb, lmin, asg, asg_prev,
                     False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
                     tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
-        _step_norms(nrm, runs, runs.size, delta)
 
     def leave(r):
         for j in range(k):
@@ -443,7 +532,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
                 share = demand[q] + (cache.refs[slot] if slot is not None else 0)
                 cost += 2.0 * d * d + _config.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
                 if slot is None:
-                    charge += 2.0 * n * d * d * int(mk.sum()) / demand[q]
+                    charge += 2.0 * n * d * d * cache.build_machines(mk) / demand[q]
             gain = flop_assigned - cost
             new = {q for q, mk in zip(keys, ms) if mk.any() and q not in cache.slot_of}
             idle = {q for q in keys if q in cache.slot_of and cache.refs[cache.slot_of[q]] == 0}
@@ -468,7 +557,8 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
         if settled.size and not do_trace:
             cert = np.zeros(settled.size, dtype=np.bool_)
             _model_norms(settled, settled.size, theta, norms)
-            _certify(settled, settled.size, norms, asg, U, Lo, fro, gamma,
+            _anchor_dist(settled, settled.size, theta, anchor, dist)
+            _certify(settled, settled.size, norms, asg, U, Lo, s_op, dist, fro, gamma,
                      _config.CERT_REL_MARGIN, l2, n, cert)
             ok[settled] = cert
         full = np.flatnonzero(live & ~ok)
@@ -476,31 +566,31 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
         gram = np.flatnonzero(live & ok & in_gram)
         lap("certify")
 
-        if full.size:
-            nap, ThT = pack(full)
-            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, full, full.size, nap, k, ThT, pen, dup,
-                   0, 1.0, l2, lr, False, noA, noA, nocv, n,
+        if full.size or assigned.size:
+            # one pass over the data: full runs first (evaluated), then the certified ones
+            runs = np.concatenate([full, assigned])
+            nf = full.size
+            nap, ThT = pack(runs)
+            nfp = _padded(nf, pad)
+            ThF = ThF_flat[: d * nfp * k].reshape((d, nfp * k))
+            ThF[:, : nf * k] = ThT[:, : nf * k]
+            ThF[:, nf * k:] = 0.0
+            anchor[full] = theta[full]
+            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, runs, runs.size, nap, nf, k, ThT, ThF,
+                   pen, dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
                    ITERATE, False, 1, False, nopart, it,
                    Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
-            same = (asg[full] == asg_prev[full]).all(axis=1)
-            has_bounds[full] = True
-            for r in full[~same & in_gram[full]]:
-                leave(r)
-            _model_norms(full, full.size, theta, norms)
-            _refresh_bounds(full, full.size, norms, asg, lall, n, fro, gamma, U, Lo)
-            finish(full, nap * k, gflat, cbuf, it)
-            stats["full_iterations"] += int(full.size)
-            lap("full")
-
-        if assigned.size:
-            nap, ThT = pack(assigned)
-            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, assigned, assigned.size, nap, k, ThT, pen,
-                   dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
-                   ASSIGNED, False, 1, False, nopart, it,
-                   Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall, gflat, cbuf)
-            finish(assigned, nap * k, gflat, cbuf, it)
+            if nf:
+                same = (asg[full] == asg_prev[full]).all(axis=1)
+                has_bounds[full] = True
+                for r in full[~same & in_gram[full]]:
+                    leave(r)
+                _model_norms(full, nf, theta, norms)
+                _refresh_bounds(full, nf, norms, asg, lall, n, fro, gamma, U, Lo)
+            finish(runs, nap * k, gflat, cbuf, it)
+            stats["full_iterations"] += int(nf)
             stats["assigned_iterations"] += int(assigned.size)
-            lap("assigned")
+            lap("sweep")
 
         if gram.size:
             na = gram.size
@@ -526,9 +616,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
             stats["gram_iterations"] += int(na)
             lap("gram")
 
-        # every bound moves with its model; certified runs may switch to Grams
-        moved = np.flatnonzero(live)
-        _advance_bounds(moved, moved.size, delta, asg, s_op, U, Lo)
+        # certified runs may switch to Grams
         for r in np.flatnonzero(frozen & in_gram):
             leave(r)
         cands = assigned[~frozen[assigned]]
@@ -543,5 +631,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     lap("final")
     stats["seconds"] = {key: round(v, 3) for key, v in clock.items()}
     stats["grams_built"] = cache.built
+    stats["grams_composed"] = cache.composed
+    stats["gram_machines_built"] = cache.machines_built
     stats["gram_hits"] = cache.hits
     return stats

@@ -38,7 +38,7 @@ from ._config import FASTMATH
 LOSS_CODES = {"squared": 0, "logistic": 1, "huber": 2}
 
 #: What :func:`_sweep` does on each machine (see :func:`_machine`).
-EVALUATE, ITERATE, ASSIGNED = 0, 1, 2
+EVALUATE, ITERATE = 0, 1
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
@@ -152,88 +152,92 @@ def _target_columns(i, act, na, k, asg, use_part, part, it):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
+def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
              code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
              mode, model_avg, local_steps, use_part, part, it,
              Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, keep_all, lall_out, gsum, cnt):
     """Process one machine for all active runs: losses, assignment and (optionally) its update.
 
+    The first ``nf`` active runs are *evaluated*: every model's loss on the machine (one GEMM with
+    ``ThF``, which holds their models packed as the first ``nf * k`` columns of ``ThT``, padded),
+    then the argmin. The others keep the assignment already in ``asg_out`` (the certified path
+    of :mod:`mixlinreg._gram`; the direct path always has ``nf == na`` and ``ThF is ThT``).
+
     ``mode`` 0 (``EVALUATE``): writes the assignment and minimum loss of run ``act[a]`` into
     ``asg_out[act[a], i]`` and ``lmin_out[act[a], i]`` and, with ``keep_all``, the data part of
     every model's loss (without the ridge penalty) into ``lall_out[act[a], i, :]``.
     ``mode`` 1 (``ITERATE``): that, then, if the machine participates, adds its gradient (option I)
-    or its local model (option II) into column ``a*k + j`` of ``gsum`` (d, nap*k) and counts it in
-    ``cnt[a, j]``. ``mode`` 2 (``ASSIGNED``, option I on rows only): no losses; the gradient at the
-    assignment already in ``asg_out`` (one forward pass at the assigned model instead of k).
+    or its local model (option II) at the assigned model of every active run into column
+    ``a*k + j`` of ``gsum`` (d, nap*k) and counts it in ``cnt[a, j]``.
     """
     d = ThT.shape[0]
-    W = nap * k
-    if mode == ASSIGNED:
-        _machine_update(i, g0, ng, True, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
-                        False, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
-                        Pflat, Rflat, Gflat, Tflat, gsum, cnt)
-        return
-    if use_stats:
-        # Q = A_i ThT (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
-        Q = Pflat[: d * W].reshape((d, W))
-        np.dot(A[i], ThT, Q)
-        for a in range(na):
-            for j in range(k):
-                L[a, j] = 0.0
-        for q in range(d):
-            for a in range(na):
-                bq = np.float64(Bv[yidx[act[a]], i, q])
+    WF = ThF.shape[1]
+    if nf > 0:
+        if use_stats:
+            # Q = A_i ThT (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
+            Q = Pflat[: d * WF].reshape((d, WF))
+            np.dot(A[i], ThF, Q)
+            for a in range(nf):
                 for j in range(k):
-                    col = a * k + j
-                    th = np.float64(ThT[q, col])
-                    L[a, j] += th * (np.float64(Q[q, col]) - 2.0 * bq)
-        for a in range(na):
-            cc = cv[yidx[act[a]], i]
-            for j in range(k):
-                L[a, j] = (L[a, j] + cc) / n_all
-    else:
-        Xe = X[i, e0:e0 + ne]
-        P = Pflat[: ne * W].reshape((ne, W))
-        np.dot(Xe, ThT, P)
-        for a in range(na):
-            for j in range(k):
-                L[a, j] = 0.0
-        for t in range(ne):
-            for a in range(na):
-                yv = Y[yidx[act[a]], i, e0 + t]
+                    L[a, j] = 0.0
+            for q in range(d):
+                for a in range(nf):
+                    bq = np.float64(Bv[yidx[act[a]], i, q])
+                    for j in range(k):
+                        col = a * k + j
+                        th = np.float64(ThF[q, col])
+                        L[a, j] += th * (np.float64(Q[q, col]) - 2.0 * bq)
+            for a in range(nf):
+                cc = cv[yidx[act[a]], i]
                 for j in range(k):
-                    L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
-        for a in range(na):
+                    L[a, j] = (L[a, j] + cc) / n_all
+        else:
+            Xe = X[i, e0:e0 + ne]
+            P = Pflat[: ne * WF].reshape((ne, WF))
+            np.dot(Xe, ThF, P)
+            for a in range(nf):
+                for j in range(k):
+                    L[a, j] = 0.0
+            for t in range(ne):
+                for a in range(nf):
+                    yv = Y[yidx[act[a]], i, e0 + t]
+                    for j in range(k):
+                        L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
+            for a in range(nf):
+                for j in range(k):
+                    L[a, j] = L[a, j] / ne
+        # L holds the data part of each loss; bitwise equal models share the lower model's value
+        for a in range(nf):
             for j in range(k):
-                L[a, j] = L[a, j] / ne
-    # L holds the data part of each loss; bitwise equal models share the lower model's value
-    for a in range(na):
-        for j in range(k):
-            L[a, j] = L[a, dup[a, j]]
-            if keep_all:
-                lall_out[act[a], i, j] = L[a, j]
-            L[a, j] += pen[a, j]
-        j = _argmin(L, a, k)
-        r = act[a]
-        asg_out[r, i] = j
-        lmin_out[r, i] = L[a, j]
+                L[a, j] = L[a, dup[a, j]]
+                if keep_all:
+                    lall_out[act[a], i, j] = L[a, j]
+                L[a, j] += pen[a, j]
+            j = _argmin(L, a, k)
+            r = act[a]
+            asg_out[r, i] = j
+            lmin_out[r, i] = L[a, j]
     if mode == EVALUATE:
         return
-    fresh = model_avg or g0 != e0 or ng != ne  # else reuse the forward pass in P
-    _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
+    # the evaluated runs' forward passes in P are reused unless the gradient's rows differ or
+    # local steps follow
+    nr = 0 if (model_avg or g0 != e0 or ng != ne) else nf
+    _machine_update(i, g0, ng, nr, WF, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
                     use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
                     Pflat, Rflat, Gflat, Tflat, gsum, cnt)
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
+def _machine_update(i, g0, ng, nr, WF, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
                     use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
                     Pflat, Rflat, Gflat, Tflat, gsum, cnt):
     """Machine i's contribution at its assigned models, added into ``gsum`` (and ``cnt``).
 
     Option I: the gradient on rows ``[g0, g0 + ng)``; option II: the model after ``local_steps``
-    local steps. Unless ``fresh``, ``Pflat`` holds the forward pass of every packed model on the
-    same rows (``(ng, nap*k)``; on the sufficient-statistics path ``Q = A_i ThT``), which is reused.
+    local steps. For the first ``nr`` active runs, ``Pflat`` holds the forward pass of all their
+    models on the same rows (``(ng, WF)``, column ``a*k + j``), which is reused; the other runs'
+    forward passes at their assigned models are computed here (one GEMM). On the
+    sufficient-statistics path ``Pflat`` holds ``Q = A_i ThT`` for every run (``nr == na``).
     """
     d = ThT.shape[0]
     W = nap * k
@@ -254,30 +258,29 @@ def _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, de
     Xg = X[i, g0:g0 + ng]
     Rm = Rflat[: ng * nap].reshape((ng, nap))
     GT = Gflat[: d * nap].reshape((d, nap))
-    TaT = Tflat[: d * nap].reshape((d, nap))
-    Qg = Pflat[: ng * nap].reshape((ng, nap))
-    if fresh:
-        # the assigned models as columns (needed for fresh gradient rows or local steps)
+    # runs nr.. need a forward pass at their assigned models: columns a - nr of TaT, padded to
+    # a whole SIMD width (nap) when no run's pass is reused; Qg lies after P in Pflat
+    wq = nap if nr == 0 else na - nr
+    TaT = Tflat[: d * wq].reshape((d, wq))
+    Qg = Pflat[ng * WF: ng * WF + ng * wq].reshape((ng, wq))
+    if nr < na:
         TaT[:, :] = 0.0
-        for a in range(na):
+        for a in range(nr, na):
             col = a * k + asg_out[act[a], i]
             for q in range(d):
-                TaT[q, a] = ThT[q, col]
+                TaT[q, a - nr] = ThT[q, col]
     Rm[:, :] = 0.0
     if not model_avg:
-        if not fresh:
-            # the forward pass at the assigned model is already in P
-            P = Pflat[: ng * W].reshape((ng, W))
-            for t in range(ng):
-                for a in range(na):
-                    r = act[a]
-                    Rm[t, a] = _dell(P[t, a * k + asg_out[r, i]], Y[yidx[r], i, g0 + t], code, delta)
-        else:
+        if nr < na:
             np.dot(Xg, TaT, Qg)
-            for t in range(ng):
-                for a in range(na):
-                    r = act[a]
-                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
+        P = Pflat[: ng * WF].reshape((ng, WF))
+        for t in range(ng):
+            for a in range(nr):
+                r = act[a]
+                Rm[t, a] = _dell(P[t, a * k + asg_out[r, i]], Y[yidx[r], i, g0 + t], code, delta)
+            for a in range(nr, na):
+                r = act[a]
+                Rm[t, a] = _dell(Qg[t, a - nr], Y[yidx[r], i, g0 + t], code, delta)
         np.dot(Xg.T, Rm, GT)
         inv = 1.0 / ng
         cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
@@ -313,7 +316,7 @@ def _machine_update(i, g0, ng, fresh, X, Y, yidx, act, na, nap, k, ThT, code, de
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
+def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
            mode, model_avg, local_steps, use_part, part, it,
            Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, keep_all, lall_out, gflat, cbuf):
@@ -327,7 +330,7 @@ def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
             gsum[:, :] = 0.0
             cbuf[c, :, :] = 0
         for i in range(chunk_lo[c], chunk_lo[c + 1]):
-            _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
+            _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
                      code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
                      mode, model_avg, local_steps, use_part, part, it,
                      Pflat[c], Rflat[c], Gflat[c], Tflat[c], Lbuf[c], asg_out, lmin_out,
@@ -462,7 +465,7 @@ def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, mod
 def _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta):
     """Scratch buffers of :func:`_sweep` for up to ``Rp`` packed runs (per-chunk, working dtype)."""
     dt = theta.dtype
-    width = max(n * Rp * k, d * Rp)
+    width = max(n * Rp * (k + 1), d * Rp)  # P, then the fresh forward passes (_machine_update)
     if use_stats:
         width = max(width, d * Rp * k)
     Pflat = np.empty((nchunks, width), dtype=dt)
@@ -528,7 +531,7 @@ def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
         else:
             e0 = 0
             g0 = 0
-        _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, k, ThT, pen, dup,
+        _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, na, k, ThT, ThT, pen, dup,
                code, delta, l2, lr, use_stats, A, Bv, cv, n,
                ITERATE, model_avg, local_steps, use_part, part, it,
                Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall0, gflat, cbuf)
@@ -563,7 +566,7 @@ def _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, ch
     lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     ThT = ThT_flat[: d * Rp * k].reshape((d, Rp * k))
     _pack(theta, act, R, Rp, ThT, pen, dup, l2)
-    _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, k, ThT, pen, dup,
+    _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, R, k, ThT, ThT, pen, dup,
            code, delta, l2, lr, use_stats, A, Bv, cv, n,
            EVALUATE, False, 1, False, part, 0,
            Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, False, lall0, gflat, cbuf)

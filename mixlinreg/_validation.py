@@ -116,6 +116,10 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
     return np.array(arr, copy=True) if arr.ndim == 0 else np.ascontiguousarray(arr)
 
 
+#: Elements per chunk of the whole-array checks (bounded temporaries on large data).
+_CHUNK = 1 << 22
+
+
 def check_fits_dtype(name, arr, dtype):
     """Raise ``OverflowError`` when finite entries of ``arr`` overflow ``dtype`` (e.g. 1e39 in float32).
 
@@ -124,10 +128,18 @@ def check_fits_dtype(name, arr, dtype):
     dt = np.dtype(dtype)
     if dt.kind != "f" or arr.dtype.kind not in "fiu" or not arr.size:
         return
+    if arr.dtype.kind == "f" and arr.dtype.itemsize <= dt.itemsize:
+        return  # a float fits every float type at least as wide
     big = float(np.finfo(dt).max)
+    top = 0.0
+    flat = arr.reshape(-1)
     with np.errstate(invalid="ignore", over="ignore"):
-        vals = np.abs(arr[np.isfinite(arr)]) if arr.dtype.kind == "f" else np.abs(arr)
-        top = float(vals.max()) if vals.size else 0.0
+        for i0 in range(0, flat.size, _CHUNK):  # in chunks: no full-size temporaries
+            vals = np.abs(flat[i0:i0 + _CHUNK])
+            if vals.dtype.kind == "f":
+                vals = vals[np.isfinite(vals)]
+            if vals.size:
+                top = max(top, float(vals.max()))
     if top > big:
         raise OverflowError(f"{name} has a finite value of magnitude {top:.3g} that overflows "
                             f"{dt.name} (largest {big:.3g}); rescale the data or use float64")
@@ -153,16 +165,29 @@ def as_generator(rng):
                         f"got {_show(rng)}") from exc
 
 
+def _rms(a):
+    """Root mean square of ``a``, accumulated in float64 chunk by chunk (no full-size copy)."""
+    flat = np.asarray(a).reshape(-1)
+    if not flat.size:
+        return float("nan")
+    total = 0.0
+    with np.errstate(all="ignore"):
+        for i0 in range(0, flat.size, _CHUNK):
+            c = flat[i0:i0 + _CHUNK].astype(np.float64)
+            total += float(c @ c)
+    return float(np.sqrt(total / flat.size))
+
+
 def data_parameter_scale(X, Y):
     """``rms(y) / (rms(X) sqrt(d))``: the size of a parameter entry that fits the data.
 
     For ``y = <x, theta> + noise`` with i.i.d. features, ``rms(y) ~ rms(x) sqrt(d) |theta entry|``.
     NaN when ``X`` is all zero.
     """
+    rx = _rms(X)
+    ry = _rms(Y)
     with np.errstate(all="ignore"):
-        rx = float(np.sqrt(np.mean(np.square(X, dtype=np.float64))))
-        ry = float(np.sqrt(np.mean(np.square(Y, dtype=np.float64))))
-    return ry / (rx * np.sqrt(X.shape[-1])) if rx > 0 else float("nan")
+        return ry / (rx * np.sqrt(X.shape[-1])) if rx > 0 else float("nan")
 
 
 def resolve_diverge_threshold(value, X, Y, init, base):

@@ -112,7 +112,9 @@ class IFCAResult:
     trace : IFCATrace or None
     path_stats : dict or None
         For ``method="gram"``: run-iterations of each kind of step (full, assigned-only, Gram),
-        Grams built and reused, and the seconds spent per phase.
+        Grams made (``grams_built``; ``grams_composed`` of them from cached Grams,
+        ``gram_machines_built`` machine Grams added up for them) and reused (``gram_hits``), and
+        the seconds spent per phase.
     """
 
     theta: np.ndarray

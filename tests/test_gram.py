@@ -16,7 +16,7 @@ from test_kernel import RTOL32, assert_matches_naive
 
 from mixlinreg import _config, ifca
 from mixlinreg._gram import (
-    _advance_bounds,
+    _anchor_dist,
     _certify,
     _model_norms,
     _refresh_bounds,
@@ -188,7 +188,8 @@ def test_certificates_are_sound(dtype, global_random_seed):
 
     Bounds are set from the exact losses at theta, the models are moved by random steps of many
     sizes (from far inside the margin to far beyond it, and towards near ties), the bounds are
-    advanced by the steps' norms, and the certificate is compared with an exact evaluation.
+    widened by the distance from the anchor (the models at the evaluation), and the certificate is
+    compared with an exact evaluation.
     """
     rng = np.random.default_rng(global_random_seed)
     m, n, d, k, R = 10, 15, 6, 3, 400
@@ -215,12 +216,46 @@ def test_certificates_are_sound(dtype, global_random_seed):
     _refresh_bounds(act, R, norms, asg, lall, n, fro, gamma, U, Lo)
     scale = np.logspace(-4, 0.5, R)[:, None, None]  # from tiny to large moves
     moved = (theta + scale * rng.standard_normal((R, k, d))).astype(dtype)
-    delta = np.linalg.norm(moved.astype(np.float64) - theta.astype(np.float64), axis=2)
-    _advance_bounds(act, R, delta, asg, s, U, Lo)
+    dist = np.empty((R, k))
+    _anchor_dist(act, R, moved, theta, dist)
+    np.testing.assert_allclose(
+        dist, np.linalg.norm(moved.astype(np.float64) - theta.astype(np.float64), axis=2),
+        rtol=1e-11)
     ok = np.zeros(R, dtype=np.bool_)
     _model_norms(act, R, moved, norms)
-    _certify(act, R, norms, asg, U, Lo, fro, gamma, _config.CERT_REL_MARGIN, l2, n, ok)
+    _certify(act, R, norms, asg, U, Lo, s, dist, fro, gamma, _config.CERT_REL_MARGIN, l2, n, ok)
     # the exact evaluation at the moved models, by the kernel's own loss code (working dtype)
     ev = ifca(X, y, moved, 1.0, n_iter=0, l2=l2, method="data")
     assert ok.sum() > R // 4 and (~ok).sum() > R // 4  # both outcomes really occur
     assert_array_equal(ev.labels[ok], asg[ok])
+
+
+def test_composed_grams_equal_direct_sums(global_random_seed):
+    """Grams composed from cached ones (sums, complements, corrections) equal the direct sums.
+
+    The sequence builds the whole set, three of four blocks (the fourth is then the whole set
+    minus the others), unions of blocks, and a block with two machines swapped, and asserts from
+    the cache's counters that composition (not a direct build) made the later ones.
+    """
+    from mixlinreg._gram import _GramCache
+
+    rng = np.random.default_rng(global_random_seed)
+    m, n, d = 16, 7, 5
+    X = rng.standard_normal((m, n, d))
+    cache = _GramCache(X, budget_bytes=10**9, max_slots=32)
+    block = np.arange(m) // 4
+    swapped = block == 1
+    swapped[[0, 4]] = ~swapped[[0, 4]]
+    masks = [np.ones(m, bool)] + [block == b for b in range(4)] + [
+        (block == 0) | (block == 2), block != 3, swapped]
+    for mask in masks:
+        slot = cache.acquire(mask)
+        want = np.einsum("mnp,mnq->pq", X[mask], X[mask])
+        np.testing.assert_allclose(cache.grams[slot], want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+        assert cache.size[slot] == mask.sum()
+    # direct: the whole set and blocks 0-2 (16 + 3 * 4 machines); block 3 (the whole set minus
+    # blocks 0-2) and the unions composed without data; the swapped block from block 1 corrected
+    # by its 2 machines
+    assert cache.built == len(masks)
+    assert cache.composed == len(masks) - 4
+    assert cache.machines_built == 16 + 3 * 4 + 0 + 0 + 0 + 2
