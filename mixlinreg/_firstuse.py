@@ -16,7 +16,7 @@ import time
 
 logger = logging.getLogger("mixlinreg")
 
-__all__ = ["announce_compile"]
+__all__ = ["announce_compile", "announce_compile_path", "dispatchers_of"]
 
 
 def _misses(dispatcher):
@@ -45,4 +45,43 @@ def announce_compile(dispatcher, what):
         return out
 
     call.dispatcher = dispatcher
+    return call
+
+
+def dispatchers_of(*modules):
+    """The numba dispatchers defined in or imported into ``modules`` (each once)."""
+    seen = {}
+    for mod in modules:
+        for value in vars(mod).values():
+            if _misses(value) is not None and hasattr(value, "signatures"):
+                seen[id(value)] = value
+    return list(seen.values())
+
+
+def announce_compile_path(func, dispatchers, what):
+    """Wrap the Python driver ``func`` of a kernel path that calls several ``dispatchers``.
+
+    A call during which any of them compiled (a numba cache miss for a new signature) logs one
+    message naming how many kernels compiled and how long the call took, compilation included.
+    With no dispatchers (``NUMBA_DISABLE_JIT=1``) ``func`` is returned unchanged.
+    """
+    watched = [d for d in dispatchers if _misses(d) is not None]
+    if not watched:
+        return func
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        before = [(len(d.signatures), _misses(d)) for d in watched]
+        t0 = time.perf_counter()
+        out = func(*args, **kwargs)
+        new = [d for d, (n_sig, miss) in zip(watched, before)
+               if len(d.signatures) != n_sig and _misses(d) != miss]
+        if new:
+            logger.warning("mixlinreg: numba compiled %s (%d kernel%s) for a new argument "
+                           "signature; the call took %.1f s with compilation (first use; cached "
+                           "in %s, later runs load it at once)", what, len(new),
+                           "" if len(new) == 1 else "s", time.perf_counter() - t0,
+                           new[0].stats.cache_path)
+        return out
+
     return call

@@ -12,7 +12,8 @@ from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
 from . import _config
-from ._firstuse import announce_compile
+from . import _gram as _gram_module
+from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
 from ._gram import gram_applicable, run_gram
 from ._kernels import LOSS_CODES, _ifca_kernel
 from ._validation import (
@@ -29,6 +30,7 @@ from ._validation import (
 )
 
 _ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
+run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
 
 __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
            "DataScaleWarning"]

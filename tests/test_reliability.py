@@ -487,6 +487,40 @@ def test_first_compile_is_announced_once(tmp_path, caplog):
         sys.modules.pop("tinykern", None)
 
 
+def test_first_compile_of_a_kernel_path_is_announced_once(tmp_path, caplog):
+    """A Python driver over several kernels (the certified-Gram path's shape): one message."""
+    (tmp_path / "tinypath.py").write_text(textwrap.dedent("""
+        import numba
+
+        @numba.njit(cache=True)
+        def twice(a):
+            return 2.0 * a
+
+        @numba.njit(cache=True)
+        def plus(a, b):
+            return a + b
+
+        def driver(a):
+            return plus(twice(a), 1.0)
+    """))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        mod = importlib.import_module("tinypath")
+        from mixlinreg._firstuse import announce_compile_path, dispatchers_of
+
+        assert {d.py_func.__name__ for d in dispatchers_of(mod)} == {"twice", "plus"}
+        driver = announce_compile_path(mod.driver, dispatchers_of(mod), "the test path")
+        with caplog.at_level(logging.WARNING, logger="mixlinreg"):
+            assert driver(1.0) == 3.0
+            assert driver(2.0) == 5.0
+        msgs = [r.getMessage() for r in caplog.records if r.name == "mixlinreg"]
+        assert len(msgs) == 1, msgs
+        assert re.search(r"compiled the test path \(2 kernels\) .* took \d+\.\d s", msgs[0])
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("tinypath", None)
+
+
 def test_help_is_complete_and_plain(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
