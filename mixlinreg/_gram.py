@@ -62,7 +62,8 @@ from numba import prange
 from . import _config
 from ._config import FASTMATH
 from ._kernels import (
-    ITERATE, _final_eval, _finish_all, _pack, _padded, _sweep, _sweep_buffers,
+    ITERATE, Assign, Packed, Rows, _final_eval, _finish_all, _pack, _padded, _run_state, _sweep,
+    _sweep_buffers,
 )
 
 __all__ = ["run_gram", "gram_applicable"]
@@ -417,13 +418,13 @@ def machine_norms(X):
 
 
 # ------------------------------------------------------------------------------------- the driver
-def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_lo, pad,
-             do_trace, star, has_star, labels_out, loss_out, diverged, converged, n_iter_out,
-             tr_labels, tr_loss, tr_dist, gram_memory):
-    """Run ``n_iter`` iterations of every run on the certified path; fill the outputs in place.
+def run_gram(data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res, gram_memory):
+    """Run ``n_iter`` iterations of every run on the certified path; fill ``res`` in place.
 
     Arguments are those of :func:`mixlinreg._kernels._ifca_kernel` (already validated and cast by
-    :func:`mixlinreg.ifca`). Each iteration, every live run takes one of three kinds of step:
+    :func:`mixlinreg.ifca`; squared loss, ``data.use_stats`` false, gradient averaging, no
+    participation mask). Invariant: each iteration equals the direct path's in exact arithmetic
+    (module docstring). Each iteration, every live run takes one of three kinds of step:
 
     * **full**: the direct path's iteration (every model's loss on every machine, the gradient at
       the assigned model); its exact losses reset the run's bounds. The first iteration, runs whose
@@ -435,24 +436,22 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
     Returns a dict counting the run-iterations of each kind, Grams built and reused, and the
     seconds spent per phase.
     """
+    X, Y, yidx = data.X, data.Y, data.yidx
+    l2 = loss.l2
+    do_trace = tr.on
     m, n, d = X.shape
     R, k, _ = theta.shape
     nchunks = chunk_lo.shape[0] - 1
     Rp = _padded(R, pad)
-    (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
-     ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, False, theta)
+    buf = _sweep_buffers(nchunks, n, d, Rp, k, False, theta)
     ThF_flat = np.zeros(d * Rp * k, dtype=theta.dtype)  # the evaluated runs' models (see _machine)
-    noA = np.zeros((1, 1, 1), dtype=theta.dtype)
-    nocv = np.zeros((1, 1), dtype=np.float64)
-    nopart = np.zeros((1, 1, 1), dtype=np.bool_)
-    asg = np.zeros((R, m), dtype=np.int64)
-    asg_prev = np.full((R, m), -1, dtype=np.int64)
-    lmin = np.empty((R, m), dtype=np.float64)
+    st = _run_state(theta, res)
+    asg, asg_prev, frozen = st.asg, st.asg_prev, st.frozen
     lall = np.zeros((R, m, k), dtype=np.float64)
-    frozen = np.zeros(R, dtype=np.bool_)
+    out = Assign(asg, st.lmin, True, lall)
     nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
     ctot = np.zeros((Rp, k), dtype=np.int64)
-    n_iter_out[:] = n_iter
+    res.n_iter[:] = n_iter
 
     # bounds and the state of each run
     U = np.zeros((R, m))
@@ -491,14 +490,12 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
 
     def pack(runs):
         nap = _padded(runs.size, pad)
-        ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, runs, runs.size, nap, ThT, pen, dup, l2)
+        ThT = buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
+        _pack(theta, runs, runs.size, nap, ThT, buf.pen, buf.dup, l2)
         return nap, ThT
 
     def finish(runs, W, gsum, cb, it):
-        _finish_all(runs.size, it, W, runs, theta, lr, gsum, cb, lmin, asg, asg_prev,
-                    False, early_stop, tol, thresh, do_trace, has_star, star, yidx,
-                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
+        _finish_all(it, runs, runs.size, W, gsum, cb, upd, yidx, st, stop, tr, nrm, ctot)
 
     def leave(r):
         for j in range(k):
@@ -576,10 +573,8 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
             ThF[:, : nf * k] = ThT[:, : nf * k]
             ThF[:, nf * k:] = 0.0
             anchor[full] = theta[full]
-            _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, runs, runs.size, nap, nf, k, ThT, ThF,
-                   pen, dup, 0, 1.0, l2, lr, False, noA, noA, nocv, n,
-                   ITERATE, False, 1, False, nopart, it,
-                   Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, True, lall, gflat, cbuf)
+            pk = Packed(runs, runs.size, nap, nf, k, ThT, ThF, buf.pen, buf.dup)
+            _sweep(chunk_lo, ITERATE, Rows(0, n, 0, n), data, loss, upd, it, pk, buf, out)
             if nf:
                 same = (asg[full] == asg_prev[full]).all(axis=1)
                 has_bounds[full] = True
@@ -587,7 +582,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
                     leave(r)
                 _model_norms(full, nf, theta, norms)
                 _refresh_bounds(full, nf, norms, asg, lall, n, fro, gamma, U, Lo)
-            finish(runs, nap * k, gflat, cbuf, it)
+            finish(runs, nap * k, buf.gflat, buf.cbuf, it)
             stats["full_iterations"] += int(nf)
             stats["assigned_iterations"] += int(assigned.size)
             lap("sweep")
@@ -624,10 +619,7 @@ def run_gram(X, Y, yidx, theta, lr, l2, n_iter, early_stop, tol, thresh, chunk_l
             enter(cands, it)
         lap("enter")
 
-    _final_eval(X, Y, yidx, theta, lr, 0, 1.0, l2, False, noA, noA, nocv, chunk_lo, pad,
-                n_iter, do_trace, star, has_star, labels_out, loss_out, n_iter_out,
-                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
-                ThT_flat, pen, dup, lmin)
+    _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res)
     lap("final")
     stats["seconds"] = {key: round(v, 3) for key, v in clock.items()}
     stats["grams_built"] = cache.built

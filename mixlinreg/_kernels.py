@@ -29,6 +29,8 @@ Layout of one iteration (all active runs together)
   cost nothing afterwards.
 """
 
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 from numba import prange
@@ -39,6 +41,38 @@ LOSS_CODES = {"squared": 0, "logistic": 1, "huber": 2}
 
 #: What :func:`_sweep` does on each machine (see :func:`_machine`).
 EVALUATE, ITERATE = 0, 1
+
+# The kernels' arguments travel in a few named groups (numba compiles named tuples to plain structs).
+
+#: What the machines hold: features ``X`` (m, n, d), response variants ``Y`` (C, m, n), each run's
+#: variant ``yidx`` (R,), and, when ``use_stats``, the sufficient statistics ``A`` (m, d, d) =
+#: ``X_i^T X_i``, ``Bv`` (C, m, d) = ``X_i^T y_i`` and ``cv`` (C, m) = ``y_i^T y_i``.
+Data = namedtuple("Data", "X Y yidx use_stats A Bv cv")
+#: The objective: per-sample loss ``code`` (:data:`LOSS_CODES`), Huber threshold ``delta``, ridge
+#: coefficient ``l2``.
+Loss = namedtuple("Loss", "code delta l2")
+#: How a machine contributes: step sizes ``lr`` (R,), option II (``model_avg``) with
+#: ``local_steps``, and the participation mask ``part`` (n_iter, R, m) when ``use_part``.
+Update = namedtuple("Update", "lr model_avg local_steps use_part part")
+#: The rows of one iteration: losses on ``[e0, e0 + ne)``, the gradient on ``[g0, g0 + ng)``.
+Rows = namedtuple("Rows", "e0 ne g0 ng")
+#: The runs of one sweep: ``act[:na]`` (run indices) with their models packed as the columns of
+#: ``ThT`` (d, nap * k) (see :func:`_pack`: ridge penalties ``pen``, exact-duplicate map ``dup``);
+#: the first ``nf`` runs are evaluated, their models also packed in ``ThF`` (the direct path:
+#: ``nf == na`` and ``ThF is ThT``).
+Packed = namedtuple("Packed", "act na nap nf k ThT ThF pen dup")
+#: Where a sweep writes assignments: ``asg`` (R, m), minimum losses ``lmin`` (R, m) and, with
+#: ``keep_all``, every model's data loss ``lall`` (R, m, k).
+Assign = namedtuple("Assign", "asg lmin keep_all lall")
+#: Scratch of all sweeps, one row per machine chunk (see :func:`_sweep_buffers`); ``gflat`` and
+#: ``cbuf`` receive each chunk's sums and counts.
+Buffers = namedtuple("Buffers", "Pflat Rflat Gflat Tflat Lbuf gflat cbuf ThT_flat pen dup")
+#: The runs' state, updated in place by :func:`_finish_all`.
+State = namedtuple("State", "theta asg asg_prev lmin frozen diverged converged n_iter_out")
+#: When runs stop: ``early_stop`` with ``tol``, divergence above ``thresh``.
+Stop = namedtuple("Stop", "early_stop tol thresh")
+#: The per-iteration record (``on``): labels, loss and, with ``has_star``, distances to ``star``.
+Trace = namedtuple("Trace", "on labels loss dist has_star star")
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
@@ -138,124 +172,193 @@ def _pack(theta, act, na, nap, ThT, pen, dup, l2):
                     break
 
 
+#: The outputs of a call, filled in place: final ``labels`` (R, m), ``loss`` (R,), flags
+#: ``diverged`` and ``converged`` (R,), iterations performed ``n_iter`` (R,).
+Result = namedtuple("Result", "labels loss diverged converged n_iter")
+
+
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _target_columns(i, act, na, k, asg, use_part, part, it):
+def _target_columns(i, pk, asg, upd, it):
     """Column ``a*k + j`` that machine i adds into for each active run, or -1 if it sits out."""
-    cols = np.empty(na, dtype=np.int64)
-    for a in range(na):
-        r = act[a]
-        if use_part and not part[it, r, i]:
+    cols = np.empty(pk.na, dtype=np.int64)
+    for a in range(pk.na):
+        r = pk.act[a]
+        if upd.use_part and not upd.part[it, r, i]:
             cols[a] = -1
         else:
-            cols[a] = a * k + asg[r, i]
+            cols[a] = a * pk.k + asg[r, i]
     return cols
 
 
+# ------------------------------------------------------------------------- one machine, one sweep
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
-             code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-             mode, model_avg, local_steps, use_part, part, it,
-             Pflat, Rflat, Gflat, Tflat, L, asg_out, lmin_out, keep_all, lall_out, gsum, cnt):
-    """Process one machine for all active runs: losses, assignment and (optionally) its update.
+def _evaluate(i, rows, data, loss, pk, Pflat, L, out):
+    """Every model's loss on machine i for the first ``pk.nf`` runs, and their assignments.
 
-    The first ``nf`` active runs are *evaluated*: every model's loss on the machine (one GEMM with
-    ``ThF``, which holds their models packed as the first ``nf * k`` columns of ``ThT``, padded),
-    then the argmin. The others keep the assignment already in ``asg_out`` (the certified path
-    of :mod:`mixlinreg._gram`; the direct path always has ``nf == na`` and ``ThF is ThT``).
-
-    ``mode`` 0 (``EVALUATE``): writes the assignment and minimum loss of run ``act[a]`` into
-    ``asg_out[act[a], i]`` and ``lmin_out[act[a], i]`` and, with ``keep_all``, the data part of
-    every model's loss (without the ridge penalty) into ``lall_out[act[a], i, :]``.
-    ``mode`` 1 (``ITERATE``): that, then, if the machine participates, adds its gradient (option I)
-    or its local model (option II) at the assigned model of every active run into column
-    ``a*k + j`` of ``gsum`` (d, nap*k) and counts it in ``cnt[a, j]``.
+    The losses are computed on rows ``[e0, e0 + ne)`` with one GEMM ``X_i @ ThF`` (kept in
+    ``Pflat`` as ``(ne, WF)``, column ``a*k + j``, for the gradient to reuse), or from the
+    sufficient statistics. Invariant: ``out.asg[r, i]`` is the lowest index among the models of
+    smallest loss (data part plus ridge penalty), a NaN loss never wins (:func:`_argmin`), and
+    bitwise-equal models get the lower model's loss, so an exact tie stays a tie.
     """
-    d = ThT.shape[0]
+    nf, k, act, ThF = pk.nf, pk.k, pk.act, pk.ThF
+    d = ThF.shape[0]
     WF = ThF.shape[1]
-    if nf > 0:
-        if use_stats:
-            # Q = A_i ThT (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
-            Q = Pflat[: d * WF].reshape((d, WF))
-            np.dot(A[i], ThF, Q)
-            for a in range(nf):
-                for j in range(k):
-                    L[a, j] = 0.0
-            for q in range(d):
-                for a in range(nf):
-                    bq = np.float64(Bv[yidx[act[a]], i, q])
-                    for j in range(k):
-                        col = a * k + j
-                        th = np.float64(ThF[q, col])
-                        L[a, j] += th * (np.float64(Q[q, col]) - 2.0 * bq)
-            for a in range(nf):
-                cc = cv[yidx[act[a]], i]
-                for j in range(k):
-                    L[a, j] = (L[a, j] + cc) / n_all
-        else:
-            Xe = X[i, e0:e0 + ne]
-            P = Pflat[: ne * WF].reshape((ne, WF))
-            np.dot(Xe, ThF, P)
-            for a in range(nf):
-                for j in range(k):
-                    L[a, j] = 0.0
-            for t in range(ne):
-                for a in range(nf):
-                    yv = Y[yidx[act[a]], i, e0 + t]
-                    for j in range(k):
-                        L[a, j] += _ell(P[t, a * k + j], yv, code, delta)
-            for a in range(nf):
-                for j in range(k):
-                    L[a, j] = L[a, j] / ne
-        # L holds the data part of each loss; bitwise equal models share the lower model's value
+    if data.use_stats:
+        # Q = A_i ThF (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
+        n_all = data.X.shape[1]
+        Q = Pflat[: d * WF].reshape((d, WF))
+        np.dot(data.A[i], ThF, Q)
         for a in range(nf):
             for j in range(k):
-                L[a, j] = L[a, dup[a, j]]
-                if keep_all:
-                    lall_out[act[a], i, j] = L[a, j]
-                L[a, j] += pen[a, j]
-            j = _argmin(L, a, k)
-            r = act[a]
-            asg_out[r, i] = j
-            lmin_out[r, i] = L[a, j]
-    if mode == EVALUATE:
-        return
-    # the evaluated runs' forward passes in P are reused unless the gradient's rows differ or
-    # local steps follow
-    nr = 0 if (model_avg or g0 != e0 or ng != ne) else nf
-    _machine_update(i, g0, ng, nr, WF, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
-                    use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
-                    Pflat, Rflat, Gflat, Tflat, gsum, cnt)
+                L[a, j] = 0.0
+        for q in range(d):
+            for a in range(nf):
+                bq = np.float64(data.Bv[data.yidx[act[a]], i, q])
+                for j in range(k):
+                    col = a * k + j
+                    th = np.float64(ThF[q, col])
+                    L[a, j] += th * (np.float64(Q[q, col]) - 2.0 * bq)
+        for a in range(nf):
+            cc = data.cv[data.yidx[act[a]], i]
+            for j in range(k):
+                L[a, j] = (L[a, j] + cc) / n_all
+    else:
+        e0, ne = rows.e0, rows.ne
+        Xe = data.X[i, e0:e0 + ne]
+        P = Pflat[: ne * WF].reshape((ne, WF))
+        np.dot(Xe, ThF, P)
+        for a in range(nf):
+            for j in range(k):
+                L[a, j] = 0.0
+        for t in range(ne):
+            for a in range(nf):
+                yv = data.Y[data.yidx[act[a]], i, e0 + t]
+                for j in range(k):
+                    L[a, j] += _ell(P[t, a * k + j], yv, loss.code, loss.delta)
+        for a in range(nf):
+            for j in range(k):
+                L[a, j] = L[a, j] / ne
+    # L holds the data part of each loss; bitwise equal models share the lower model's value
+    for a in range(nf):
+        for j in range(k):
+            L[a, j] = L[a, pk.dup[a, j]]
+            if out.keep_all:
+                out.lall[act[a], i, j] = L[a, j]
+            L[a, j] += pk.pen[a, j]
+        j = _argmin(L, a, k)
+        r = act[a]
+        out.asg[r, i] = j
+        out.lmin[r, i] = L[a, j]
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _machine_update(i, g0, ng, nr, WF, X, Y, yidx, act, na, nap, k, ThT, code, delta, l2, lr,
-                    use_stats, Bv, n_all, model_avg, local_steps, use_part, part, it, asg_out,
-                    Pflat, Rflat, Gflat, Tflat, gsum, cnt):
-    """Machine i's contribution at its assigned models, added into ``gsum`` (and ``cnt``).
+def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
+    """Option I from sufficient statistics: ``2 (A_i theta - b_i) / n + l2 theta`` at each run's
+    assigned model, added into ``gsum``; ``Pflat`` holds ``Q = A_i ThT`` from :func:`_evaluate`."""
+    d = pk.ThT.shape[0]
+    W = pk.nap * pk.k
+    n_all = data.X.shape[1]
+    Q = Pflat[: d * W].reshape((d, W))
+    cols = _target_columns(i, pk, asg, upd, it)
+    for q in range(d):
+        for a in range(pk.na):
+            col = cols[a]
+            if col >= 0:
+                g = 2.0 * (Q[q, col] - data.Bv[data.yidx[pk.act[a]], i, q]) / n_all
+                if loss.l2 != 0.0:
+                    g += loss.l2 * pk.ThT[q, col]
+                gsum[q, col] += g
 
-    Option I: the gradient on rows ``[g0, g0 + ng)``; option II: the model after ``local_steps``
-    local steps. For the first ``nr`` active runs, ``Pflat`` holds the forward pass of all their
-    models on the same rows (``(ng, WF)``, column ``a*k + j``), which is reused; the other runs'
-    forward passes at their assigned models are computed here (one GEMM). On the
-    sufficient-statistics path ``Pflat`` holds ``Q = A_i ThT`` for every run (``nr == na``).
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT, Qg, gsum):
+    """Option I: machine i's gradient on rows ``[g0, g0 + ng)`` at each run's assigned model,
+    added into column ``a*k + asg`` of ``gsum``.
+
+    The first ``nr`` runs reuse their forward pass from :func:`_evaluate` (``Pflat`` as
+    ``(ng, WF)``); the others' passes at the assigned models come from one GEMM ``X_i @ TaT`` into
+    ``Qg``. Invariant: the gradient is ``(1/ng) X_i^T ell'(X_i theta_a, y_i) + l2 theta_a`` with
+    the same rows and models whichever runs reuse a pass.
     """
-    d = ThT.shape[0]
-    W = nap * k
-    if use_stats:
-        Q = Pflat[: d * W].reshape((d, W))
-        # gradient 2 (A theta - b) / n + l2 theta: no extra GEMM
-        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
-        for q in range(d):
-            for a in range(na):
-                col = cols[a]
-                if col >= 0:
-                    g = 2.0 * (Q[q, col] - Bv[yidx[act[a]], i, q]) / n_all
-                    if l2 != 0.0:
-                        g += l2 * ThT[q, col]
-                    gsum[q, col] += g
-        return
+    d = pk.ThT.shape[0]
+    g0, ng = rows.g0, rows.ng
+    Xg = data.X[i, g0:g0 + ng]
+    if nr < pk.na:
+        np.dot(Xg, TaT, Qg)
+    P = Pflat[: ng * WF].reshape((ng, WF))
+    for t in range(ng):
+        for a in range(nr):
+            r = pk.act[a]
+            Rm[t, a] = _dell(P[t, a * pk.k + asg[r, i]], data.Y[data.yidx[r], i, g0 + t],
+                             loss.code, loss.delta)
+        for a in range(nr, pk.na):
+            r = pk.act[a]
+            Rm[t, a] = _dell(Qg[t, a - nr], data.Y[data.yidx[r], i, g0 + t], loss.code, loss.delta)
+    np.dot(Xg.T, Rm, GT)
+    inv = 1.0 / ng
+    cols = _target_columns(i, pk, asg, upd, it)
+    for q in range(d):  # row by row: every array below is read contiguously
+        for a in range(pk.na):
+            col = cols[a]
+            if col >= 0:
+                g = GT[q, a] * inv
+                if loss.l2 != 0.0:
+                    g += loss.l2 * pk.ThT[q, col]
+                gsum[q, col] += g
 
-    Xg = X[i, g0:g0 + ng]
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _local_model(i, rows, data, loss, pk, upd, it, asg, Rm, GT, TaT, Qg, gsum, cnt):
+    """Option II: ``local_steps`` gradient steps of size ``lr`` on rows ``[g0, g0 + ng)`` from each
+    run's assigned model (packed in ``TaT``); the local model is added into column ``a*k + asg`` of
+    ``gsum`` and counted in ``cnt[a, asg]``. Invariant: every step uses the same rows."""
+    d = pk.ThT.shape[0]
+    g0, ng = rows.g0, rows.ng
+    Xg = data.X[i, g0:g0 + ng]
+    for _ in range(upd.local_steps):
+        np.dot(Xg, TaT, Qg)
+        for t in range(ng):
+            for a in range(pk.na):
+                r = pk.act[a]
+                Rm[t, a] = _dell(Qg[t, a], data.Y[data.yidx[r], i, g0 + t], loss.code, loss.delta)
+        np.dot(Xg.T, Rm, GT)
+        inv = 1.0 / ng
+        for q in range(d):
+            for a in range(pk.na):
+                TaT[q, a] = TaT[q, a] - upd.lr[pk.act[a]] * (GT[q, a] * inv + loss.l2 * TaT[q, a])
+    cols = _target_columns(i, pk, asg, upd, it)
+    for a in range(pk.na):
+        if cols[a] >= 0:
+            cnt[a, cols[a] - a * pk.k] += 1
+    for q in range(d):
+        for a in range(pk.na):
+            col = cols[a]
+            if col >= 0:
+                gsum[q, col] += TaT[q, a]
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _machine(i, mode, rows, data, loss, upd, it, pk, Pflat, Rflat, Gflat, Tflat, L, out, gsum,
+             cnt):
+    """Machine i for every run of the sweep: :func:`_evaluate` (the first ``pk.nf`` runs; the
+    others keep the assignment already in ``out.asg``, the certified path of :mod:`mixlinreg._gram`),
+    then, with ``mode == ITERATE``, the machine's contribution at the assigned models
+    (:func:`_stats_gradient`, :func:`_gradient` or :func:`_local_model`)."""
+    if pk.nf > 0:
+        _evaluate(i, rows, data, loss, pk, Pflat, L, out)
+    if mode == EVALUATE:
+        return
+    if data.use_stats:
+        _stats_gradient(i, data, loss, pk, upd, it, out.asg, Pflat, gsum)
+        return
+    d = pk.ThT.shape[0]
+    ng = rows.ng
+    WF = pk.ThF.shape[1]
+    na, nap, k = pk.na, pk.nap, pk.k
+    # the evaluated runs' forward passes are reused unless the gradient's rows differ or local
+    # steps follow
+    nr = 0 if (upd.model_avg or rows.g0 != rows.e0 or ng != rows.ne) else pk.nf
     Rm = Rflat[: ng * nap].reshape((ng, nap))
     GT = Gflat[: d * nap].reshape((d, nap))
     # runs nr.. need a forward pass at their assigned models: columns a - nr of TaT, padded to
@@ -266,75 +369,34 @@ def _machine_update(i, g0, ng, nr, WF, X, Y, yidx, act, na, nap, k, ThT, code, d
     if nr < na:
         TaT[:, :] = 0.0
         for a in range(nr, na):
-            col = a * k + asg_out[act[a], i]
+            col = a * k + out.asg[pk.act[a], i]
             for q in range(d):
-                TaT[q, a - nr] = ThT[q, col]
+                TaT[q, a - nr] = pk.ThT[q, col]
     Rm[:, :] = 0.0
-    if not model_avg:
-        if nr < na:
-            np.dot(Xg, TaT, Qg)
-        P = Pflat[: ng * WF].reshape((ng, WF))
-        for t in range(ng):
-            for a in range(nr):
-                r = act[a]
-                Rm[t, a] = _dell(P[t, a * k + asg_out[r, i]], Y[yidx[r], i, g0 + t], code, delta)
-            for a in range(nr, na):
-                r = act[a]
-                Rm[t, a] = _dell(Qg[t, a - nr], Y[yidx[r], i, g0 + t], code, delta)
-        np.dot(Xg.T, Rm, GT)
-        inv = 1.0 / ng
-        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
-        for q in range(d):  # row by row: every array below is read contiguously
-            for a in range(na):
-                col = cols[a]
-                if col >= 0:
-                    g = GT[q, a] * inv
-                    if l2 != 0.0:
-                        g += l2 * ThT[q, col]
-                    gsum[q, col] += g
+    if upd.model_avg:
+        _local_model(i, rows, data, loss, pk, upd, it, out.asg, Rm, GT, TaT, Qg, gsum, cnt)
     else:
-        for _ in range(local_steps):
-            np.dot(Xg, TaT, Qg)
-            for t in range(ng):
-                for a in range(na):
-                    r = act[a]
-                    Rm[t, a] = _dell(Qg[t, a], Y[yidx[r], i, g0 + t], code, delta)
-            np.dot(Xg.T, Rm, GT)
-            inv = 1.0 / ng
-            for q in range(d):
-                for a in range(na):
-                    TaT[q, a] = TaT[q, a] - lr[act[a]] * (GT[q, a] * inv + l2 * TaT[q, a])
-        cols = _target_columns(i, act, na, k, asg_out, use_part, part, it)
-        for a in range(na):
-            if cols[a] >= 0:
-                cnt[a, cols[a] - a * k] += 1
-        for q in range(d):
-            for a in range(na):
-                col = cols[a]
-                if col >= 0:
-                    gsum[q, col] += TaT[q, a]
+        _gradient(i, rows, nr, WF, data, loss, pk, upd, it, out.asg, Pflat, Rm, GT, TaT, Qg, gsum)
 
 
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _sweep(chunk_lo, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
-           code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-           mode, model_avg, local_steps, use_part, part, it,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, asg_out, lmin_out, keep_all, lall_out, gflat, cbuf):
-    """All machines, chunk-parallel; chunk c adds into gflat[c] (viewed as (d, nap*k)) and cbuf[c]."""
+def _sweep(chunk_lo, mode, rows, data, loss, upd, it, pk, buf, out):
+    """All machines, chunk-parallel: :func:`_machine` for each; chunk c adds into ``buf.gflat[c]``
+    (viewed as (d, nap*k)) and ``buf.cbuf[c]``, which ``ITERATE`` zeroes first."""
     nchunks = chunk_lo.shape[0] - 1
-    d = ThT.shape[0]
-    W = nap * k
+    d = pk.ThT.shape[0]
+    W = pk.nap * pk.k
+    # the arrays as locals: a prange body must not write through a tuple's field (see _finish_all)
+    Pflat, Rflat, Gflat, Tflat, Lbuf = buf.Pflat, buf.Rflat, buf.Gflat, buf.Tflat, buf.Lbuf
+    gflat, cbuf = buf.gflat, buf.cbuf
     for c in prange(nchunks):
         gsum = gflat[c, : d * W].reshape((d, W))
         if mode != EVALUATE:
             gsum[:, :] = 0.0
             cbuf[c, :, :] = 0
         for i in range(chunk_lo[c], chunk_lo[c + 1]):
-            _machine(i, e0, ne, g0, ng, X, Y, yidx, act, na, nap, nf, k, ThT, ThF, pen, dup,
-                     code, delta, l2, lr, use_stats, A, Bv, cv, n_all,
-                     mode, model_avg, local_steps, use_part, part, it,
-                     Pflat[c], Rflat[c], Gflat[c], Tflat[c], Lbuf[c], asg_out, lmin_out,
-                     keep_all, lall_out, gsum, cbuf[c])
+            _machine(i, mode, rows, data, loss, upd, it, pk, Pflat[c], Rflat[c], Gflat[c],
+                     Tflat[c], Lbuf[c], out, gsum, cbuf[c])
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -352,17 +414,25 @@ def _dist_into(theta, r, theta_star, ci, out):
             out[j, l] = np.sqrt(s)
 
 
+# ------------------------------------------------------------------------------- after a sweep
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
-                early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot):
-    """After the sweep: training loss, trace, update, divergence and early-stop checks of all runs.
+def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot):
+    """After the sweep: training loss, trace, update, divergence and early-stop checks of the runs
+    ``act[:na]``, from the chunk sums ``gflat`` (nchunks, d * W) and counts ``cbuf``.
 
     Three parallel phases: per run (loss, trace, loss-divergence), per fixed block of coordinates
     (the update, reading the chunk sums row by row, in chunk order), per run (divergence of the
     new parameters and early stop, from the blocks' partial norms added in block order). Fixed
     chunks and blocks make the result independent of the number of threads.
     """
+    # every field is read into a local first: inside prange, numba's parfor lowering must see the
+    # arrays themselves (writes through a tuple's field in a prange body were lost)
+    theta, asg, asg_prev, lmin, frozen = st.theta, st.asg, st.asg_prev, st.lmin, st.frozen
+    diverged, converged, n_iter_out = st.diverged, st.converged, st.n_iter_out
+    model_avg, lr = upd.model_avg, upd.lr
+    early_stop, tol, thresh = stop.early_stop, stop.tol, stop.thresh
+    do_trace, tr_labels, tr_loss, tr_dist = tr.on, tr.labels, tr.loss, tr.dist
+    has_star, theta_star = tr.has_star, tr.star
     m = asg.shape[1]
     k = theta.shape[1]
     d = theta.shape[2]
@@ -461,124 +531,110 @@ def _finish_all(na, it, W, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, mod
             asg_prev[r, i] = asg[r, i]
 
 
+# ---------------------------------------------------------------------------------- the drivers
 @nb.njit(cache=True)
 def _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta):
-    """Scratch buffers of :func:`_sweep` for up to ``Rp`` packed runs (per-chunk, working dtype)."""
+    """:class:`Buffers` of :func:`_sweep` for up to ``Rp`` packed runs (per chunk, working dtype)."""
     dt = theta.dtype
-    width = max(n * Rp * (k + 1), d * Rp)  # P, then the fresh forward passes (_machine_update)
+    width = max(n * Rp * (k + 1), d * Rp)  # P, then the fresh forward passes (_machine)
     if use_stats:
         width = max(width, d * Rp * k)
-    Pflat = np.empty((nchunks, width), dtype=dt)
-    Rflat = np.empty((nchunks, n * Rp), dtype=dt)
-    Gflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Tflat = np.empty((nchunks, d * Rp), dtype=dt)
-    Lbuf = np.empty((nchunks, Rp, k), dtype=np.float64)
-    gflat = np.zeros((nchunks, d * Rp * k), dtype=np.float64)
-    cbuf = np.zeros((nchunks, Rp, k), dtype=np.int64)
-    ThT_flat = np.zeros(d * Rp * k, dtype=dt)
-    pen = np.empty((Rp, k), dtype=np.float64)
-    dup = np.empty((Rp, k), dtype=np.int64)
-    return Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf, ThT_flat, pen, dup
+    return Buffers(np.empty((nchunks, width), dtype=dt),
+                   np.empty((nchunks, n * Rp), dtype=dt),
+                   np.empty((nchunks, d * Rp), dtype=dt),
+                   np.empty((nchunks, d * Rp), dtype=dt),
+                   np.empty((nchunks, Rp, k), dtype=np.float64),
+                   np.zeros((nchunks, d * Rp * k), dtype=np.float64),
+                   np.zeros((nchunks, Rp, k), dtype=np.int64),
+                   np.zeros(d * Rp * k, dtype=dt),
+                   np.empty((Rp, k), dtype=np.float64),
+                   np.empty((Rp, k), dtype=np.int64))
+
+
+@nb.njit(cache=True)
+def _run_state(theta, res):
+    """The :class:`State` of a call: assignments, losses and flags of all R runs (none frozen)."""
+    R = theta.shape[0]
+    m = res.labels.shape[1]
+    return State(theta, np.zeros((R, m), dtype=np.int64), np.full((R, m), -1, dtype=np.int64),
+                 np.empty((R, m), dtype=np.float64), np.zeros(R, dtype=np.bool_), res.diverged,
+                 res.converged, res.n_iter)
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _ifca_kernel(X, Y, yidx, theta, lr, code, delta, l2,
-                 use_stats, A, Bv, cv,
-                 model_avg, local_steps, n_iter, resample, n_sub,
-                 use_part, part, early_stop, tol, thresh,
-                 chunk_lo, pad, do_trace, theta_star, has_star,
-                 labels_out, loss_out, diverged, converged, n_iter_out,
-                 tr_labels, tr_loss, tr_dist):
-    """Run ``n_iter`` IFCA iterations for all runs; fill the preallocated outputs in place.
+def _ifca_kernel(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, tr, theta, res):
+    """The direct path: ``n_iter`` IFCA iterations of all runs, every model's loss on every machine
+    every iteration; fills ``res`` (:class:`Result`) and the trace in place.
 
-    ``theta`` (R, k, d) is updated in place and holds the final models on return.
+    ``theta`` (R, k, d) is updated in place and holds the final models on return. Invariant: each
+    iteration is Algorithm 2 of the paper, exactly as :func:`mixlinreg.ifca` documents it (the
+    float64 reference is ``tests/naive.py``); a frozen run is never touched again.
     """
-    m = X.shape[0]
-    n = X.shape[1]
-    d = X.shape[2]
+    m, n, d = data.X.shape
     R = theta.shape[0]
     k = theta.shape[1]
     nchunks = chunk_lo.shape[0] - 1
     Rp = _padded(R, pad)
-    rows = n_sub if resample else n
-    (Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
-     ThT_flat, pen, dup) = _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta)
-    asg = np.zeros((R, m), dtype=np.int64)
-    asg_prev = np.full((R, m), -1, dtype=np.int64)
-    lmin = np.empty((R, m), dtype=np.float64)
-    frozen = np.zeros(R, dtype=np.bool_)
+    rows_it = n_sub if resample else n
+    buf = _sweep_buffers(nchunks, n, d, Rp, k, data.use_stats, theta)
+    st = _run_state(theta, res)
+    out = Assign(st.asg, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
     act = np.empty(R, dtype=np.int64)
     nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
     ctot = np.zeros((Rp, k), dtype=np.int64)
-    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
     for r in range(R):
-        n_iter_out[r] = n_iter
+        res.n_iter[r] = n_iter
 
     for it in range(n_iter):
         na = 0
         for r in range(R):
-            if not frozen[r]:
+            if not st.frozen[r]:
                 act[na] = r
                 na += 1
         if na == 0:
             break
         nap = _padded(na, pad)
-        ThT = ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, act, na, nap, ThT, pen, dup, l2)
+        ThT = buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
+        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2)
+        pk = Packed(act, na, nap, na, k, ThT, ThT, buf.pen, buf.dup)
         if resample:
-            e0 = 2 * it * n_sub
-            g0 = e0 + n_sub
+            rows = Rows(2 * it * n_sub, rows_it, 2 * it * n_sub + n_sub, rows_it)
         else:
-            e0 = 0
-            g0 = 0
-        _sweep(chunk_lo, e0, rows, g0, rows, X, Y, yidx, act, na, nap, na, k, ThT, ThT, pen, dup,
-               code, delta, l2, lr, use_stats, A, Bv, cv, n,
-               ITERATE, model_avg, local_steps, use_part, part, it,
-               Pflat, Rflat, Gflat, Tflat, Lbuf, asg, lmin, False, lall0, gflat, cbuf)
-        _finish_all(na, it, nap * k, act, theta, lr, gflat, cbuf, lmin, asg, asg_prev, model_avg,
-                    early_stop, tol, thresh, do_trace, has_star, theta_star, yidx,
-                    tr_labels, tr_loss, tr_dist, diverged, converged, frozen, n_iter_out, nrm, ctot)
+            rows = Rows(0, rows_it, 0, rows_it)
+        _sweep(chunk_lo, ITERATE, rows, data, loss, upd, it, pk, buf, out)
+        _finish_all(it, act, na, nap * k, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr, nrm,
+                    ctot)
 
-    _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
-                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
-                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
-                ThT_flat, pen, dup, lmin)
+    _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res)
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _final_eval(X, Y, yidx, theta, lr, code, delta, l2, use_stats, A, Bv, cv, chunk_lo, pad,
-                n_iter, do_trace, theta_star, has_star, labels_out, loss_out, n_iter_out,
-                tr_labels, tr_loss, tr_dist, Pflat, Rflat, Gflat, Tflat, Lbuf, gflat, cbuf,
-                ThT_flat, pen, dup, lmin):
-    """Final evaluation of every run on all rows: labels, training loss, the trace's tail.
+def _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res):
+    """Final evaluation of every run on all rows: ``res.labels``, ``res.loss``, the trace's tail.
 
-    Invariant: whatever path produced ``theta``, the reported labels and loss come from this one
-    exact evaluation, and a frozen run's remaining trace entries repeat it.
+    Invariant: whatever path produced ``st.theta``, the reported labels and loss come from this
+    one exact evaluation, and a frozen run's remaining trace entries repeat it.
     """
-    m = X.shape[0]
-    n = X.shape[1]
-    d = X.shape[2]
+    m, n, d = data.X.shape
+    theta = st.theta
     R = theta.shape[0]
     k = theta.shape[1]
     Rp = _padded(R, pad)
     act = np.arange(R)
-    part = np.zeros((1, 1, 1), dtype=np.bool_)
-    lall0 = np.zeros((1, 1, 1), dtype=np.float64)
-    ThT = ThT_flat[: d * Rp * k].reshape((d, Rp * k))
-    _pack(theta, act, R, Rp, ThT, pen, dup, l2)
-    _sweep(chunk_lo, 0, n, 0, n, X, Y, yidx, act, R, Rp, R, k, ThT, ThT, pen, dup,
-           code, delta, l2, lr, use_stats, A, Bv, cv, n,
-           EVALUATE, False, 1, False, part, 0,
-           Pflat, Rflat, Gflat, Tflat, Lbuf, labels_out, lmin, False, lall0, gflat, cbuf)
+    ThT = buf.ThT_flat[: d * Rp * k].reshape((d, Rp * k))
+    _pack(theta, act, R, Rp, ThT, buf.pen, buf.dup, loss.l2)
+    pk = Packed(act, R, Rp, R, k, ThT, ThT, buf.pen, buf.dup)
+    out = Assign(res.labels, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
+    _sweep(chunk_lo, EVALUATE, Rows(0, n, 0, n), data, loss, upd, 0, pk, buf, out)
     for r in range(R):
         tl = 0.0
         for i in range(m):
-            tl += lmin[r, i]
-        loss_out[r] = tl / m
-        if do_trace:
-            for t in range(n_iter_out[r], n_iter + 1):
+            tl += st.lmin[r, i]
+        res.loss[r] = tl / m
+        if tr.on:
+            for t in range(res.n_iter[r], n_iter + 1):
                 for i in range(m):
-                    tr_labels[t, r, i] = labels_out[r, i]
-                tr_loss[t, r] = loss_out[r]
-                if has_star:
-                    _dist_into(theta, r, theta_star, yidx[r], tr_dist[t, r])
+                    tr.labels[t, r, i] = res.labels[r, i]
+                tr.loss[t, r] = res.loss[r]
+                if tr.has_star:
+                    _dist_into(theta, r, tr.star, data.yidx[r], tr.dist[t, r])
