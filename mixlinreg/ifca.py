@@ -14,20 +14,11 @@ from threadpoolctl import threadpool_limits
 from . import _config
 from . import _gram as _gram_module
 from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
-from ._gram import gram_applicable, run_gram
+from ._gram import run_gram
 from ._kernels import LOSS_CODES, Data, Loss, Result, Stop, Trace, Update, _ifca_kernel
-from ._validation import (
-    as_generator,
-    check_array,
-    check_bool,
-    check_choice,
-    check_dtype,
-    check_float,
-    check_int,
-    check_scalars_fit,
-    data_parameter_scale,
-    resolve_diverge_threshold,
-)
+from ._problem import _Problem
+from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
+                          check_int, data_parameter_scale)
 
 _ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
 run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
@@ -128,11 +119,6 @@ class IFCAResult:
     method: str
     trace: IFCATrace | None = None
     path_stats: dict | None = None
-
-
-def _cheaper_with_stats(n, d, k):
-    # flop per machine, run and iteration: stats 2 d^2 k, data 2 n d (k + 1)
-    return d * k < n * (k + 1)
 
 
 def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
@@ -255,206 +241,6 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     threads = numba.config.NUMBA_NUM_THREADS if n_threads is None else check_int(
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
     return _run(prob, threads)
-
-
-@dataclass(frozen=True)
-class _Problem:
-    """One validated :func:`ifca` call: arrays cast to the working dtype, every option resolved.
-
-    Built by :meth:`of` in named steps (data, runs, objective, schedule, participation, truth,
-    path); :func:`_run` hands it to the kernel of its ``method``.
-    """
-
-    X: np.ndarray  # (m, n, d)
-    Y: np.ndarray  # (C, m, n)
-    y_ndim: int
-    yidx: np.ndarray  # (R,) response variant of each run
-    theta: np.ndarray  # (R, k, d), a fresh copy: the kernels update it in place
-    lr: np.ndarray  # (R,)
-    loss: str
-    l2: float
-    huber_delta: float
-    averaging: str
-    local_steps: int
-    n_iter: int
-    resample: bool
-    n_sub: int  # rows per block when resampling, else n
-    part: np.ndarray  # (n_iter, R, m) participation mask, or a (1, 1, 1) placeholder
-    use_part: bool
-    star: np.ndarray  # (C, k', d) true parameters, or a placeholder
-    has_star: bool
-    early_stop: bool
-    tol: float
-    thresh: float
-    trace: bool
-    method: str  # "data", "stats" or "gram"
-    gram_memory: int
-
-    @classmethod
-    def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
-           resample, participation, y_index, theta_star, early_stop, tol, diverge_threshold,
-           trace, method, gram_memory, dtype, rng):
-        X, Y, y_ndim, dt = _check_data(X, y, dtype)
-        m, n, d = X.shape
-        theta, lr = _check_runs(init, lr, d, dt)
-        R, k, _ = theta.shape
-        n_iter = check_int("n_iter", n_iter, low=0)
-        l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
-        check_choice("averaging", averaging, {"gradient", "model"})
-        local_steps = check_int("local_steps", local_steps, low=1)
-        tol = check_float("tol", tol, low=0)
-        thresh = resolve_diverge_threshold(diverge_threshold, X, Y, theta,
-                                           _config.DIVERGE_THRESHOLD)
-        check_choice("method", method, {"auto", "data", "stats", "gram"})
-        gram_memory = check_int("gram_memory", gram_memory, low=0)
-        early_stop, trace = check_bool("early_stop", early_stop), check_bool("trace", trace)
-        if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
-            raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
-                             f"got values in [{Y.min()!r}, {Y.max()!r}]")
-        yidx = _check_y_index(y_index, y_ndim, Y.shape[0], R)
-        resample, n_sub = _check_resample(resample, n, n_iter)
-        part, use_part = _check_participation(participation, n_iter, R, m, rng)
-        star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt)
-        method = _choose_method(method, loss=loss, resample=resample, averaging=averaging,
-                                participation=participation, trace=trace, dt=dt,
-                                gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k)
-        return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, lr=lr, loss=loss, l2=l2,
-                   huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
-                   n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
-                   star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
-                   trace=trace, method=method, gram_memory=gram_memory)
-
-
-def _check_data(X, y, dtype):
-    """X (m, n, d) and y (m, n) or (C, m, n) in the working dtype; returns X, Y (C, m, n), y.ndim, dtype."""
-    if dtype is None:
-        xd = getattr(X, "dtype", None)
-        dtype = xd if xd in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
-    dt = check_dtype("dtype", dtype)
-    X = check_array("X", X, ndim=3, dtype=dt)
-    m, n, d = X.shape
-    if min(m, n, d) < 1:
-        raise ValueError(f"X must have m, n, d >= 1, got shape {X.shape}")
-    y = check_array("y", y, ndim=(2, 3), dtype=dt)
-    Y = y[None] if y.ndim == 2 else y
-    if Y.shape[1:] != (m, n):
-        raise ValueError(f"y must have shape ({m}, {n}) or (C, {m}, {n}) to match X, got {y.shape}")
-    return X, Y, y.ndim, dt
-
-
-def _check_runs(init, lr, d, dt):
-    """Initial models (R, k, d) as a fresh C-contiguous copy, and one step size > 0 per run."""
-    init = check_array("init", init, ndim=(2, 3), dtype=dt)
-    theta = np.array(init[None] if init.ndim == 2 else init, dtype=dt, order="C")
-    R, k, dd = theta.shape
-    if dd != d:
-        raise ValueError(f"init must have d = {d} columns to match X, got shape {init.shape}")
-    if R < 1 or k < 1:
-        raise ValueError(f"init must hold at least one run of at least one model, got shape {init.shape}")
-    if np.ndim(lr) == 0:
-        lr_arr = np.full(R, check_float("lr", lr.item() if isinstance(lr, np.generic) else lr,
-                                        low=0, low_open=True))
-    else:
-        lr_arr = check_array("lr", lr, shape=(R,), dtype=np.float64)
-    if np.any(lr_arr <= 0):
-        raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
-    check_scalars_fit(dt, lr=lr_arr)
-    return theta, lr_arr.astype(dt)
-
-
-def _check_objective(loss, l2, huber_delta, dt):
-    check_choice("loss", loss, LOSS_CODES)
-    l2 = check_float("l2", l2, low=0)
-    huber_delta = check_float("huber_delta", huber_delta, low=0, low_open=True)
-    check_scalars_fit(dt, l2=l2, huber_delta=huber_delta)
-    return l2, huber_delta
-
-
-def _check_y_index(y_index, y_ndim, C, R):
-    """Each run's response variant: required (and checked) when y is 3-d, else all zero."""
-    if y_ndim == 3:
-        if y_index is None:
-            raise ValueError("y_index is required when y is 3-d: one variant index in [0, C) per run")
-        yidx = np.asarray(y_index)
-        if yidx.shape != (R,) or yidx.dtype.kind not in "iu":
-            raise ValueError(f"y_index must be an integer array of shape ({R},), got {yidx.shape} {yidx.dtype}")
-        if yidx.min() < 0 or yidx.max() >= C:
-            raise ValueError(f"y_index entries must be in [0, {C - 1}], got range "
-                             f"[{yidx.min()}, {yidx.max()}]")
-        return yidx.astype(np.int64)
-    if y_index is not None:
-        raise ValueError("y_index is only allowed when y is 3-d (C, m, n)")
-    return np.zeros(R, dtype=np.int64)
-
-
-def _check_resample(resample, n, n_iter):
-    """Whether to resample, and the rows per block ``n' = n // (2 n_iter)`` (``n`` when not)."""
-    resample = check_bool("resample", resample)
-    if not resample:
-        return False, n
-    if n_iter < 1:
-        raise ValueError("resample=True needs n_iter >= 1")
-    n_sub = n // (2 * n_iter)
-    if n_sub < 1:
-        raise ValueError(f"resample=True needs n >= 2 * n_iter rows per machine (n' = n // (2 n_iter) "
-                         f">= 1), got n = {n}, n_iter = {n_iter}")
-    return True, n_sub
-
-
-def _check_participation(participation, n_iter, R, m, rng):
-    """The participation mask (n_iter, R, m) (drawn from run r's own child of ``rng`` for an int)."""
-    part = np.zeros((1, 1, 1), dtype=np.bool_)
-    if participation is None:
-        return part, False
-    if isinstance(participation, (int, np.integer)) and not isinstance(participation, bool):
-        s = check_int("participation", participation, low=1, high=m)
-        part = np.zeros((max(n_iter, 1), R, m), dtype=np.bool_)
-        for r, g in enumerate(as_generator(rng).spawn(R)):
-            for t in range(n_iter):
-                part[t, r, g.choice(m, size=s, replace=False)] = True
-        return part, True
-    part = np.asarray(participation)
-    if part.dtype != np.bool_ or part.shape != (n_iter, R, m):
-        raise ValueError(f"participation must be None, an int in [1, {m}] or a bool array of shape "
-                         f"({n_iter}, {R}, {m}), got {part.shape} {part.dtype}")
-    part = np.ascontiguousarray(part)
-    if n_iter == 0:
-        part = np.zeros((1, 1, 1), dtype=np.bool_)
-    return part, True
-
-
-def _check_theta_star(theta_star, C, d, dt):
-    """True parameters per response variant (C, k', d) for the trace's distances."""
-    if theta_star is None:
-        return np.zeros((C, 1, d), dtype=dt), False
-    ts = check_array("theta_star", theta_star, ndim=(2, 3), dtype=dt)
-    star = ts[None] if ts.ndim == 2 else ts
-    if star.shape[2] != d or star.shape[0] not in (1, C):
-        raise ValueError(f"theta_star must have shape (k', {d}) or ({C}, k', {d}), got {ts.shape}")
-    return np.ascontiguousarray(np.broadcast_to(star, (C,) + star.shape[1:])), True
-
-
-def _choose_method(method, *, loss, resample, averaging, participation, trace, dt, gram_memory,
-                   R, m, n, d, k):
-    """The path of the call: ``method`` checked against where it applies, ``"auto"`` resolved."""
-    stats_ok = loss == "squared" and not resample and averaging == "gradient"
-    if method == "stats" and not stats_ok:
-        raise ValueError("method='stats' needs loss='squared', resample=False and averaging='gradient'")
-    gram_ok = gram_applicable(loss, resample, averaging, participation)
-    if method == "gram" and not gram_ok:
-        raise ValueError("method='gram' needs loss='squared', resample=False, averaging='gradient' "
-                         "and participation=None")
-    if method == "gram" and gram_memory < 8 * d * d * k:
-        raise ValueError(f"method='gram' needs gram_memory >= 8 d^2 k = {8 * d * d * k} bytes "
-                         f"(k = {k} Grams of d = {d}), got {gram_memory}")
-    if method != "auto":
-        return method
-    if stats_ok and dt == np.float64 and _cheaper_with_stats(n, d, k):
-        return "stats"
-    if (gram_ok and not trace and gram_memory >= 8 * d * d * k
-            and 2.0 * R * m * n * d * (k + 1) >= _config.GRAM_MIN_FLOP):
-        return "gram"
-    return "data"
 
 
 def _run(prob, threads):
