@@ -26,11 +26,8 @@ from .._validation import check_bool
 from ..harness.store import _atomic_write_text
 from ..harness.store import UnitStore, _atomic_write_bytes
 from .._paths import plain_name
+from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
-HOLDS = "holds"
-CAVEAT = "holds with a caveat"
-NOT_SUPPORTED = "not supported"
-INCONCLUSIVE = "inconclusive"
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
 PRESETS = ("smoke", "quick", "full")
