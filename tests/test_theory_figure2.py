@@ -6,8 +6,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binomtest
 
+from mixlinreg.stats import paired_difference
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import figure2 as f2
 from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
@@ -104,36 +104,6 @@ def test_trend_test_rejects_bad_counts():
 # ----------------------------------------------------------------------------- paired moves
 
 
-def test_paired_difference_counts_and_mcnemar():
-    x = np.array([1, 1, 1, 1, 1, 0, 0, 1, 0, 0], bool)
-    y = np.array([0, 0, 0, 1, 1, 1, 0, 1, 0, 0], bool)
-    r = f2.paired_difference(x, y)
-    assert (r["b"], r["c"], r["n"]) == (3, 1, 10)
-    assert r["diff"] == pytest.approx(0.2)
-    assert r["lo"] < 0.2 < r["hi"]
-    assert r["p_mcnemar"] == pytest.approx(binomtest(3, 4, 0.5).pvalue)
-    with pytest.raises(ValueError, match="paired"):
-        f2.paired_difference(x, y[:5])
-    with pytest.raises(ValueError, match="confidence"):
-        f2.paired_difference(x, y, confidence=1.0)
-
-
-def test_paired_difference_coverage_monte_carlo(global_random_seed):
-    # Newcombe's method 10 has coverage close to its nominal 95% at moderate n; 2000 replicates
-    # give a Monte Carlo standard error of 0.005, so [0.92, 0.98] is a 6-sigma band around 0.95
-    rng = np.random.default_rng(global_random_seed)
-    probs = np.array([0.4, 0.2, 0.1, 0.3])  # (both, first only, second only, neither)
-    true = probs[1] - probs[2]
-    n, reps, hits = 40, 2000, 0
-    cells = rng.choice(4, size=(reps, n), p=probs)
-    for c in cells:
-        x = (c == 0) | (c == 1)
-        y = (c == 0) | (c == 2)
-        r = f2.paired_difference(x, y)
-        hits += r["lo"] <= true <= r["hi"]
-    assert 0.92 <= hits / reps <= 0.98
-
-
 def test_move_verdict_rules():
     assert f2.move_verdict(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]})) == HOLDS
     # a convention that moves success at one point by more than its interval: not supported
@@ -141,7 +111,7 @@ def test_move_verdict_rules():
     assert f2.move_verdict(pd.DataFrame({"lo": [-0.5], "hi": [0.4]})) == INCONCLUSIVE
     # identical conventions on real-looking data: intervals narrow enough with many trials
     x = np.r_[np.ones(150, bool), np.zeros(150, bool)]
-    r = f2.paired_difference(x, x, confidence=0.95)
+    r = paired_difference(x, x, confidence=0.95)
     assert f2.move_verdict(pd.DataFrame([r])) == HOLDS
     with pytest.raises(ValueError, match="margin"):
         f2.move_verdict(pd.DataFrame([r]), margin=-1)

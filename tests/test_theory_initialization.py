@@ -152,40 +152,6 @@ def test_a0_summary_wilson():
     assert r.lo == pytest.approx(c - h, abs=1e-12) and r.hi == pytest.approx(c + h, abs=1e-12)
 
 
-def test_newcombe_paired_limits_and_symmetry():
-    z2 = 1.959963984540054 ** 2
-    # every pair succeeds twice: D = 0, half-width = 1 - Wilson lower bound of n/n = z^2/(n + z^2)
-    d, lo, hi = ini.newcombe_paired(40, 0, 0, 0)
-    assert d == 0 and hi == pytest.approx(z2 / (40 + z2), rel=1e-12) and lo == -hi
-    # swapping the two conditions mirrors the interval
-    d1, lo1, hi1 = ini.newcombe_paired(30, 9, 2, 19)
-    d2, lo2, hi2 = ini.newcombe_paired(30, 2, 9, 19)
-    assert d1 == pytest.approx(7 / 60) and d2 == -d1
-    assert lo2 == pytest.approx(-hi1, abs=1e-12) and hi2 == pytest.approx(-lo1, abs=1e-12)
-    assert lo1 < d1 < hi1
-    # vectorized = scalar
-    dv, lov, hiv = ini.newcombe_paired(np.array([30, 40]), np.array([9, 0]), np.array([2, 0]),
-                                       np.array([19, 0]))
-    np.testing.assert_allclose([lov[0], hiv[1]], [lo1, hi], rtol=1e-12)
-    with pytest.raises(ValueError, match="n10"):
-        ini.newcombe_paired(1, -1, 0, 0)
-    with pytest.raises(ValueError, match="n00 >= 1"):
-        ini.newcombe_paired(0, 0, 0, 0)
-
-
-@pytest.mark.parametrize("probs", [(0.70, 0.05, 0.02, 0.23), (0.40, 0.15, 0.15, 0.30)])
-def test_newcombe_paired_coverage(probs, global_random_seed):
-    """Monte Carlo coverage of the 95% interval for n = 300 pairs. 4000 replicates: the standard
-    error of a coverage near 0.95 is sqrt(0.95 * 0.05 / 4000) = 0.0034; Newcombe (1998) reports
-    coverage close to nominal for this method, so [0.93, 0.97] is a 6-standard-error band."""
-    rng = np.random.default_rng(global_random_seed)
-    counts = rng.multinomial(300, probs, size=4000)
-    d, lo, hi = ini.newcombe_paired(*counts.T)
-    true = probs[1] - probs[2]
-    cover = np.mean((lo <= true) & (true <= hi))
-    assert 0.93 <= cover <= 0.97, cover
-
-
 def _cmp_cells(cases, alphas=(0.01, 0.4)):
     """Cells for a0_compare_verdict: ``cases[(setting, resample, direction)] = (n11, n10, n01,
     n00)`` counts of the smallest alpha0 against the largest one (k = 2)."""

@@ -12,7 +12,7 @@ experiment. They differ in three places: (1) the true parameters, "rescaled to l
 parameter (code); (3) the threshold, ``dist <= 0.6 sigma`` (text) or ``dist < 0.6 sigma + 0.001``
 (code, R-sigma panels). (2) and (3) are re-scored on the existing runs, (1) needs new runs of the
 Figure 2(a) grid under both scalings with the same seeds. Every comparison is paired by trial
-(:func:`paired_difference`, Newcombe's interval) and read by :func:`move_verdict`.
+(:func:`mixlinreg.stats.paired_difference`, Newcombe's interval) and read by :func:`move_verdict`.
 
 References
 ----------
@@ -34,12 +34,12 @@ import pandas as pd
 from scipy.special import comb
 from scipy.stats import binom
 
-from ..harness.success import trial_success, wilson_interval
+from ..harness.success import trial_success
 from ..metrics import success_authors, success_text
+from ..stats import Fit, paired_difference, wilson_interval
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine, pick
-from .stats import Fit
 
-__all__ = ["trend_test", "trend_verdict", "paired_difference", "move_verdict",
+__all__ = ["trend_test", "trend_verdict", "move_verdict",
            "expected_sq_separation", "separation", "run_f2", "run_d1", "ALPHA", "MOVE_MARGIN"]
 
 #: folder of the committed Figure 2 summaries and raw rows (tests may point it elsewhere)
@@ -264,64 +264,6 @@ def trend_verdict(tests, alpha=ALPHA):
 
 
 # ------------------------------------------------------------------------------ paired moves
-
-
-def paired_difference(first, second, confidence=0.95):
-    """Difference of two success probabilities measured on the same trials, with its interval.
-
-    ``first`` and ``second`` are the successes of the same trials under two conventions. The
-    estimate is ``mean(first) - mean(second) = (b - c) / N`` with ``b`` (``c``) the trials where
-    only the first (second) succeeded; the interval is Newcombe's hybrid score interval for paired
-    proportions (his method 10: Wilson intervals of both proportions combined with the phi
-    correlation of the pairs), which keeps its coverage for small ``N`` and proportions at 0 or 1.
-    The exact McNemar p-value (two-sided binomial test of ``b`` against ``b + c``) is given too.
-
-    Parameters
-    ----------
-    first, second : array_like of bool, shape (N,)
-        Paired outcomes, ``N >= 1``.
-    confidence : float in (0, 1)
-
-    Returns
-    -------
-    dict
-        ``n, b, c, p_first, p_second, diff, lo, hi, p_mcnemar``.
-
-    Examples
-    --------
-    >>> r = paired_difference([1, 1, 1, 1, 0], [0, 0, 0, 1, 0])
-    >>> r["diff"], r["b"], r["c"], bool(r["lo"] < r["diff"] < r["hi"])
-    (0.6, 3, 0, True)
-
-    References
-    ----------
-    Newcombe (1998), Statistics in Medicine 17, 2635-2650, method 10; used for D1 (Section 6.1 of
-    the paper against the authors' code).
-    """
-    x = np.asarray(first).astype(bool).ravel()
-    y = np.asarray(second).astype(bool).ravel()
-    if x.shape != y.shape or x.size < 1:
-        raise ValueError(f"first and second must be paired (same length >= 1), got {x.size} and "
-                         f"{y.size}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    N = x.size
-    a = int(np.sum(x & y))
-    b = int(np.sum(x & ~y))
-    c = int(np.sum(~x & y))
-    d = N - a - b - c
-    p1, p2 = (a + b) / N, (a + c) / N
-    l1, u1 = (float(v) for v in wilson_interval(a + b, N, confidence))
-    l2, u2 = (float(v) for v in wilson_interval(a + c, N, confidence))
-    den = (a + b) * (c + d) * (a + c) * (b + d)
-    phi = (a * d - b * c) / np.sqrt(den) if den > 0 else 0.0
-    diff = (b - c) / N
-    dl = np.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
-    du = np.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
-    lo, hi = max(-1.0, diff - dl), min(1.0, diff + du)
-    p_mc = 1.0 if b + c == 0 else float(min(1.0, 2 * binom.cdf(min(b, c), b + c, 0.5)))
-    return dict(n=N, b=b, c=c, p_first=p1, p_second=p2, diff=float(diff), lo=float(min(lo, diff)),
-                hi=float(max(hi, diff)), p_mcnemar=p_mc)
 
 
 def move_verdict(moves, margin=MOVE_MARGIN):

@@ -25,8 +25,8 @@ check: success at the smallest ``alpha0`` is high) and a hard one (``rho = Delta
 ``n' = 5``) where noisy cluster estimates make part of the runs fail even from ``alpha0 = 0.4``.
 The verdict compares, per (setting, resample, direction) for ``k = 2``, the success at the
 smallest ``alpha0`` with the success at the largest, paired by trial, with Newcombe's interval for
-paired proportions (:func:`newcombe_paired`, :func:`a0_compare_verdict`): a small ``alpha0``
-must not be materially (by more than 0.1) worse.
+paired proportions (:func:`mixlinreg.stats.newcombe_paired`, :func:`a0_compare_verdict`): a small
+``alpha0`` must not be materially (by more than 0.1) worse.
 
 **RS** (Section 6, first paragraph; the abstract): "for linear models, random initialization with
 a few restarts is sufficient to ensure convergence". At the settings of Figure 2 (a) and (b) (the
@@ -55,16 +55,15 @@ import pandas as pd
 
 from .._validation import as_generator, check_float, check_int
 from ..data import init_close
-from ..harness.success import wilson_interval
 from ..ifca import ifca
 from ..metrics import dist_matched, dist_nearest, success_authors, success_text
+from ..stats import Fit, newcombe_paired, wilson_interval
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, pick
 from .linear import oracle_theta
-from .stats import Fit
 
 __all__ = ["A0_ALPHAS", "A0_DIRECTIONS", "A0_SETTINGS", "A0_MARGIN", "simplex_centers",
            "init_mixed", "a0_inits", "known_cluster_gd", "a0_trial_rows",
-           "a0_summary", "newcombe_paired", "a0_cells", "a0_compare_verdict", "a0_verdict",
+           "a0_summary", "a0_cells", "a0_compare_verdict", "a0_verdict",
            "restart_success",
            "restart_curves", "rs_cell_stats", "rs_verdict", "run_a0", "run_rs"]
 
@@ -345,69 +344,6 @@ def a0_summary(rows, confidence=0.95):
     return out
 
 
-def newcombe_paired(n11, n10, n01, n00, confidence=0.95):
-    """Newcombe's interval for a difference of paired proportions (square-and-add of Wilson).
-
-    For ``n`` pairs of binary outcomes with ``n11`` (both succeed), ``n10`` (only the first),
-    ``n01`` (only the second) and ``n00`` (neither), the difference ``D = p1 - p2 =
-    (n10 - n01) / n`` has the interval ``[D - delta, D + eps]`` with
-    ``delta = sqrt((p1 - l1)^2 - 2 phi (p1 - l1)(u2 - p2) + (u2 - p2)^2)`` and
-    ``eps = sqrt((p2 - l2)^2 - 2 phi (p2 - l2)(u1 - p1) + (u1 - p1)^2)``, where ``[l, u]`` are the
-    Wilson intervals of the two margins and ``phi`` is the phi coefficient of the 2 x 2 table with
-    Newcombe's continuity correction (``ad - bc`` reduced by ``n/2`` when it exceeds ``n/2``, set
-    to 0 between 0 and ``n/2``; ``phi = 0`` when a margin is empty). Method 10 of Newcombe (1998).
-
-    Parameters
-    ----------
-    n11, n10, n01, n00 : int or array of int
-        Counts, ``>= 0``, with ``n = n11 + n10 + n01 + n00 >= 1``; broadcast together.
-    confidence : float, default 0.95
-
-    Returns
-    -------
-    diff, lo, hi : float or ndarray
-        ``p1 - p2`` and its interval, clipped to ``[-1, 1]``.
-
-    Examples
-    --------
-    >>> d, lo, hi = newcombe_paired(40, 0, 0, 0)  # 40 pairs, all succeed in both conditions
-    >>> float(d), round(float(lo), 4), round(float(hi), 4)
-    (0.0, -0.0876, 0.0876)
-
-    References
-    ----------
-    Newcombe, R. G. (1998), Improved confidence intervals for the difference between binomial
-    proportions based on paired data, Statistics in Medicine 17, 2635-2650.
-    """
-    c = [np.asarray(v) for v in (n11, n10, n01, n00)]
-    for name, v in zip(("n11", "n10", "n01", "n00"), c):
-        if not np.issubdtype(v.dtype, np.integer) or np.any(v < 0):
-            raise ValueError(f"{name} must be integer counts >= 0, got {v!r}")
-    a, b, cc, d = np.broadcast_arrays(*[v.astype(float) for v in c])
-    n = a + b + cc + d
-    if np.any(n < 1):
-        raise ValueError("newcombe_paired needs n = n11 + n10 + n01 + n00 >= 1")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    s1, s2 = a + b, a + cc
-    p1, p2 = s1 / n, s2 / n
-    l1, u1 = wilson_interval(s1, n, confidence)
-    l2, u2 = wilson_interval(s2, n, confidence)
-    margins = s1 * (cc + d) * s2 * (b + d)
-    B = a * d - b * cc
-    C = np.where(B > n / 2, B - n / 2, np.where(B < 0, B, 0.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        phi = np.where(margins > 0, C / np.sqrt(np.where(margins > 0, margins, 1.0)), 0.0)
-    diff = p1 - p2
-    dl = np.sqrt(np.maximum((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0))
-    du = np.sqrt(np.maximum((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2, 0))
-    lo = np.clip(diff - dl, -1.0, 1.0)
-    hi = np.clip(diff + du, -1.0, 1.0)
-    if diff.ndim == 0:
-        return float(diff), float(lo), float(hi)
-    return diff, lo, hi
-
-
 def a0_cells(rows, confidence=0.95):
     """A0's tidy per-cell table: one row per (setting, k, resample, direction, alpha0).
 
@@ -415,9 +351,10 @@ def a0_cells(rows, confidence=0.95):
     the *largest* ``alpha0`` of its (setting, k, resample, direction), paired by trial (a trial's
     runs share the data): ``n_both``, ``n_ref_only`` (success only at the largest ``alpha0``),
     ``n_this_only``, ``n_neither``, and the difference ``diff = P(largest) - P(this)`` with
-    Newcombe's paired interval ``diff_lo, diff_hi`` (:func:`newcombe_paired`). Also the mean
-    first-estimate misclassification, the median and 90% quantile of the final matched distance in
-    units of sigma, the median first hit of ``0.6 sigma`` and the number of diverged runs.
+    Newcombe's paired interval ``diff_lo, diff_hi`` (:func:`mixlinreg.stats.newcombe_paired`). Also
+    the mean first-estimate misclassification, the median and 90% quantile of the final matched
+    distance in units of sigma, the median first hit of ``0.6 sigma`` and the number of diverged
+    runs.
 
     Parameters
     ----------
