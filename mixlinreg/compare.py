@@ -393,7 +393,7 @@ def _mean_interval(x):
     respects the range of the quantity (a t-interval of two non-negative values can go below 0).
     One value: no interval (nan); identical values: the degenerate interval [v, v].
     """
-    from scipy.stats import bootstrap
+    from .stats import bootstrap
 
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
@@ -404,10 +404,8 @@ def _mean_interval(x):
         return mean, np.nan, np.nan
     if np.all(x == x[0]):
         return mean, mean, mean
-    res = bootstrap((x,), np.mean, confidence_level=0.95, n_resamples=9999, method="percentile",
-                    rng=np.random.default_rng(0))
-    lo, hi = res.confidence_interval
-    return mean, float(lo), float(hi)
+    fit = bootstrap(x, np.mean, n_boot=9999, confidence=0.95, rng=0)
+    return mean, fit.lo, fit.hi
 
 
 SUMMARY_METRICS = ("dist_matched", "machine_dist", "ari", "clusters_found", "empty_clusters",
@@ -418,7 +416,7 @@ def summarize(rows):
     """Per (scenario, method): mean and 95% bootstrap percentile interval over the seeds of each
     metric (see :data:`INTERVAL_METHOD`), and the
     proportion of seeds with ARI == 1 with its Wilson interval. Only ``ok`` rows count."""
-    from .harness.success import wilson_interval
+    from .stats import wilson_interval
 
     out = []
     for (sc, method), g in rows.groupby(["scenario", "method"], sort=False):

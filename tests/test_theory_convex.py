@@ -13,7 +13,7 @@ from mixlinreg.theory.constants import (loss_constants, loss_parts, population_m
 from mixlinreg.theory.convex import (c2_verdicts, draw_cluster_data, init_at_distance,
                                      log_allowance, nnls_rate, t2_verdict, theta_star_of,
                                      transient_mask)
-from mixlinreg.theory.stats import Fit, contraction_factor, loglog_slope
+from mixlinreg.stats import Fit, contraction_factor, loglog_slope
 
 # ------------------------------------------------------------------------------ constants
 

@@ -13,9 +13,8 @@ from mixlinreg.theory import bounds
 from mixlinreg.theory._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context,
                                      StudyResult, combine, pick)
 from mixlinreg.theory.report import load_results, markdown_table
-from mixlinreg.theory.stats import (Fit, bootstrap, contraction_factor, loglog_slope,
-                                    semilog_slope, verdict_at_least, verdict_at_most,
-                                    verdict_equal)
+from mixlinreg.stats import (Fit, bootstrap, contraction_factor, loglog_slope, semilog_slope,
+                             verdict_at_least, verdict_at_most, verdict_equal)
 
 
 # ------------------------------------------------------------------ verdict logic, known answers

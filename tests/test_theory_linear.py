@@ -18,7 +18,7 @@ from mixlinreg.baselines import oracle
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import linear as L
 from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
-from mixlinreg.theory.stats import Fit, loglog_slope
+from mixlinreg.stats import Fit, linear_slope, loglog_slope
 
 
 def _close_in_se(samples, expected, n_se=4.0):
@@ -95,11 +95,11 @@ def test_linear_slope(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     x = np.linspace(2.0, 7.0, 60)
     y = 1 / math.log(2) * x - 1.0 + rng.normal(0, 0.3, x.size)
-    fit = L.linear_slope(x, y, rng=rng)
+    fit = linear_slope(x, y, rng=rng)
     assert fit.lo <= 1 / math.log(2) <= fit.hi
     assert fit.hi - fit.lo < 0.3
     with pytest.raises(ValueError, match="distinct"):
-        L.linear_slope([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
+        linear_slope([1.0, 1.0, 1.0], [1.0, 2.0, 3.0])
 
 
 # ------------------------------------------------------------------------------ exact formulas

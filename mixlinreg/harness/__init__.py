@@ -3,12 +3,12 @@
 from .config import Experiment, Unit, load_config, resolve_config_path
 from .run import COLUMNS, run_unit, unit_seeds
 from .store import DamagedUnitWarning, ResultStore, UnitStore
-from .success import RULES, success_table, trial_success, wilson_interval
+from .success import RULES, success_table, trial_success
 from .sweep import format_summary, run_experiment
 
 __all__ = [
     "Experiment", "Unit", "load_config", "resolve_config_path", "COLUMNS", "run_unit", "unit_seeds",
     "ResultStore", "UnitStore", "DamagedUnitWarning", "RULES", "success_table", "trial_success",
-    "wilson_interval", "format_summary",
+    "format_summary",
     "run_experiment",
 ]

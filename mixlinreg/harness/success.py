@@ -18,26 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from ..metrics import success_authors, success_text
+from ..stats import wilson_interval
 
 RULES = ("authors", "text", "best_loss")
 CELL_KEYS = ["m", "n", "d", "k", "R", "sigma", "alpha0"]
-
-
-def wilson_interval(successes, trials, confidence=0.95):
-    """Wilson score interval for a binomial proportion (vectorized). Returns ``(low, high)``."""
-    s = np.asarray(successes, dtype=float)
-    t = np.asarray(trials, dtype=float)
-    if np.any(t < 1) or np.any(s < 0) or np.any(s > t):
-        raise ValueError("wilson_interval needs 0 <= successes <= trials and trials >= 1")
-    z = norm.ppf(0.5 + confidence / 2.0)
-    p = s / t
-    denom = 1.0 + z * z / t
-    center = (p + z * z / (2 * t)) / denom
-    half = z * np.sqrt(p * (1 - p) / t + z * z / (4 * t * t)) / denom
-    return np.clip(center - half, 0.0, 1.0), np.clip(center + half, 0.0, 1.0)
 
 
 def trial_success(rows: pd.DataFrame, success_plus: float) -> pd.DataFrame:

@@ -406,9 +406,9 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
     """
     from ..data import init_close
     from ..ifca import ifca
-    from ..theory.linear import (cluster_labels, linear_data, linear_slope, one_step_factor,
-                                 simplex_centers, stationary_rms)
-    from ..theory.stats import Fit
+    from ..stats import Fit, linear_slope
+    from ..theory.linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
+                                 stationary_rms)
 
     k, p = 2, 0.5
     m = check_int("m", m, low=4)

@@ -51,10 +51,10 @@ from scipy.special import expit
 
 from .._validation import check_float, check_int
 from ..ifca import ifca
+from ..stats import Fit, bootstrap, contraction_factor, loglog_slope, verdict_at_most
 from . import bounds
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, Context, combine, pick
 from .constants import LOSSES, _min_dist, loss_constants, population_minimizers
-from .stats import Fit, bootstrap, contraction_factor, loglog_slope, verdict_at_most
 
 __all__ = ["LOSS_SETUPS", "draw_cluster_data", "init_at_distance", "transient_mask",
            "theorem2_radius", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts",
@@ -271,7 +271,7 @@ def _ifca_kw(loss):
 def t2_verdict(fit, p, lam, L):
     """Theorem 2's rule: is the measured contraction factor at most ``1 - p lambda / (8 L)``?
 
-    >>> from mixlinreg.theory.stats import Fit
+    >>> from mixlinreg.stats import Fit
     >>> t2_verdict(Fit(0.6, 0.58, 0.62, 8), 0.5, 0.1, 0.25)
     'holds'
     >>> t2_verdict(Fit(0.995, 0.99, 0.999, 8), 0.5, 0.1, 0.25)
@@ -314,7 +314,7 @@ def c2_verdicts(n_slope, m_slopes, allowance):
     list of str
         One verdict per rule (``n'`` first).
 
-    >>> from mixlinreg.theory.stats import Fit
+    >>> from mixlinreg.stats import Fit
     >>> c2_verdicts(Fit(-0.6, -0.7, -0.5, 30), [Fit(-0.45, -0.6, -0.3, 30)], 0.1)
     ['holds', 'holds']
     >>> c2_verdicts(Fit(0.0, -0.05, 0.05, 30), [Fit(0.5, 0.4, 0.6, 30)], 0.1)
@@ -484,7 +484,7 @@ def run_t2(ctx: Context):
     and unequal ones (``p = 1/4``; quick and full presets): ``lambda``, ``L`` on the ball of the
     theorem (:func:`theorem2_radius`), resampled IFCA with step ``1/L`` from an initialization at
     that radius, per-step contraction in the transient (:func:`transient_mask`,
-    :func:`mixlinreg.theory.stats.contraction_factor`, seeds as replicates) against
+    :func:`mixlinreg.stats.contraction_factor`, seeds as replicates) against
     :func:`mixlinreg.theory.bounds.theorem2_factor` with ``p = min_j p_j``.
 
     Parameters

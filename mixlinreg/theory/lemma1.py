@@ -37,10 +37,9 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from .._validation import as_generator, check_bool
-from ..harness.success import wilson_interval
+from ..stats import Fit, verdict_at_least, verdict_at_most, verdict_equal, wilson_interval
 from . import bounds
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, combine, pick
-from .stats import Fit, verdict_at_least, verdict_at_most, verdict_equal
 
 __all__ = ["PLACEMENTS", "residual_eigenvalues", "chernoff_exponent", "log_f_cdf",
            "misclassification_probability", "simulate_misclassification", "placement",

@@ -33,15 +33,16 @@ import numpy as np
 import pandas as pd
 
 from .._validation import as_generator, check_float, check_int
+from ..stats import (Fit, bootstrap, linear_slope, loglog_slope, verdict_at_least,
+                     verdict_at_most, verdict_equal)
 from . import bounds
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, combine, pick
-from .stats import Fit, bootstrap, loglog_slope, verdict_at_least, verdict_at_most, verdict_equal
 
 __all__ = [
     "simplex_centers", "cluster_labels", "linear_data", "one_step_factor", "stationary_rms",
     "oracle_rms", "oracle_theta", "ifca_oracle_ratio", "t1_allowance", "t1_verdict",
     "exponent_verdict", "p_exponent_verdict",
-    "linear_slope", "run_t1", "run_c1",
+    "run_t1", "run_c1",
 ]
 
 DELTA = 1.0          # separation of the centres in both studies
@@ -438,41 +439,6 @@ def p_exponent_verdict(fit, bound=-1.0, margin=EXPONENT_MARGIN):
     if v != HOLDS:
         return v
     return HOLDS if verdict_equal(fit, bound, margin) == HOLDS else CAVEAT
-
-
-def linear_slope(x, y, *, n_boot=N_BOOT, confidence=0.95, rng=None) -> Fit:
-    """Least-squares slope of ``y`` on ``x`` with a pairs-bootstrap percentile interval.
-
-    (``stats`` has log-log and semi-log slopes; the iteration count of Corollary 1 is linear in
-    ``log(Delta/eps)``, hence this local helper.)
-
-    >>> round(linear_slope([0, 1, 2, 3], [1, 3, 5, 7], rng=0).est, 6)
-    2.0
-    """
-    x = np.asarray(x, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if x.shape != y.shape or x.size < 3:
-        raise ValueError(f"x and y must have the same length >= 3, got {x.size} and {y.size}")
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        raise ValueError("x and y must be finite")
-    if np.ptp(x) <= 0:
-        raise ValueError("x must take at least 2 distinct values")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-
-    def slope(u, v):
-        u = u - u.mean()
-        den = float(u @ u)
-        return float(u @ (v - v.mean())) / den if den > 0 else np.nan
-
-    est = slope(x, y)
-    gen = as_generator(rng)
-    idx = gen.integers(0, x.size, size=(n_boot, x.size))
-    boot = np.array([slope(x[i], y[i]) for i in idx])
-    boot = boot[np.isfinite(boot)]
-    a = (1 - confidence) / 2
-    lo, hi = np.quantile(boot, [a, 1 - a])
-    return Fit(float(est), float(min(lo, est)), float(max(hi, est)), int(x.size))
 
 
 def _exp_fit(values, rng) -> Fit:
