@@ -423,8 +423,7 @@ def run_gram(data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res, gram_
 
     Arguments are those of :func:`mixlinreg._kernels._ifca_kernel` (already validated and cast by
     :func:`mixlinreg.ifca`; squared loss, ``data.use_stats`` false, gradient averaging, no
-    participation mask). Invariant: each iteration equals the direct path's in exact arithmetic
-    (module docstring). Each iteration, every live run takes one of three kinds of step:
+    participation mask). Each iteration, every live run takes one of three kinds of step:
 
     * **full**: the direct path's iteration (every model's loss on every machine, the gradient at
       the assigned model); its exact losses reset the run's bounds. The first iteration, runs whose
@@ -436,80 +435,207 @@ def run_gram(data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res, gram_
     Returns a dict counting the run-iterations of each kind, Grams built and reused, and the
     seconds spent per phase.
     """
-    X, Y, yidx = data.X, data.Y, data.yidx
-    l2 = loss.l2
-    do_trace = tr.on
-    m, n, d = X.shape
-    R, k, _ = theta.shape
-    nchunks = chunk_lo.shape[0] - 1
-    Rp = _padded(R, pad)
-    buf = _sweep_buffers(nchunks, n, d, Rp, k, False, theta)
-    ThF_flat = np.zeros(d * Rp * k, dtype=theta.dtype)  # the evaluated runs' models (see _machine)
-    st = _run_state(theta, res)
-    asg, asg_prev, frozen = st.asg, st.asg_prev, st.frozen
-    lall = np.zeros((R, m, k), dtype=np.float64)
-    out = Assign(asg, st.lmin, True, lall)
-    nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
-    ctot = np.zeros((Rp, k), dtype=np.int64)
-    res.n_iter[:] = n_iter
+    return _CertifiedRuns(data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res,
+                          gram_memory).run()
 
-    # bounds and the state of each run
-    U = np.zeros((R, m))
-    Lo = np.zeros((R, m, k))
-    anchor = theta.copy()  # each run's models at its last exact evaluation
-    dist = np.zeros((R, k))  # how far each model has moved from its anchor
-    norms = np.zeros((R, k))
-    ok = np.zeros(R, dtype=np.bool_)
-    has_bounds = np.zeros(R, dtype=np.bool_)  # set by a run's first full step
-    in_gram = np.zeros(R, dtype=np.bool_)
-    slots = np.full((R, k), -1, dtype=np.int64)
-    bvec = np.zeros((R, k, d))
-    s_op, fro = machine_norms(X)
-    u = np.finfo(theta.dtype).eps / 2
-    gamma = 2.0 * d * u / (1.0 - d * u)
-    B = np.empty((Y.shape[0], m, d))
-    _xty(X, Y, B)
-    cache = _GramCache(X, gram_memory, max_slots=2 * R * k)  # more could never be in use
-    gbuf = np.zeros(d * R * k)
-    cbuf1 = np.zeros((1, Rp, k), dtype=np.int64)
-    Tb = np.empty((R * k, d))
-    Ob = np.empty((R * k, d))
-    # flop of one run-iteration: assigned step; a Gram step reads each Gram (8 d^2 bytes) once
-    # per iteration for all the runs that share it
-    flop_assigned = 4.0 * m * n * d
-    stats = dict(full_iterations=0, assigned_iterations=0, gram_iterations=0, grams_built=0,
-                 gram_hits=0, gram_slots=cache.n_slots)
-    clock = dict(setup=0.0, certify=0.0, sweep=0.0, gram=0.0, enter=0.0, final=0.0)
-    tick = time.perf_counter()
 
-    def lap(key):
-        nonlocal tick
+class _CertifiedRuns:
+    """The state of one :func:`run_gram` call: the runs, their bounds and the Gram cache.
+
+    Invariant (every method keeps it): a run's bounds ``U``, ``Lo`` hold for its models at its
+    ``anchor`` (the models of its last full step), and ``dist`` is how far each model has moved
+    from there; a run is ``in_gram`` only while its partition is the one its Grams were made for.
+    """
+
+    def __init__(self, data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res, gram_memory):
+        self.data, self.loss, self.upd, self.stop, self.tr, self.res = data, loss, upd, stop, tr, res
+        self.n_iter, self.chunk_lo, self.pad, self.theta = n_iter, chunk_lo, pad, theta
+        X, Y = data.X, data.Y
+        m, n, d = X.shape
+        R, k, _ = theta.shape
+        self.m, self.n, self.d, self.R, self.k = m, n, d, R, k
+        Rp = _padded(R, pad)
+        self.buf = _sweep_buffers(chunk_lo.shape[0] - 1, n, d, Rp, k, False, theta)
+        self.ThF_flat = np.zeros(d * Rp * k, dtype=theta.dtype)  # the evaluated runs' models
+        self.st = _run_state(theta, res)
+        self.lall = np.zeros((R, m, k), dtype=np.float64)
+        self.out = Assign(self.st.asg, self.st.lmin, True, self.lall)
+        self.nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
+        self.ctot = np.zeros((Rp, k), dtype=np.int64)
+        res.n_iter[:] = n_iter
+        # bounds and the state of each run
+        self.U = np.zeros((R, m))
+        self.Lo = np.zeros((R, m, k))
+        self.anchor = theta.copy()  # each run's models at its last exact evaluation
+        self.dist = np.zeros((R, k))  # how far each model has moved from its anchor
+        self.norms = np.zeros((R, k))
+        self.has_bounds = np.zeros(R, dtype=np.bool_)  # set by a run's first full step
+        self.in_gram = np.zeros(R, dtype=np.bool_)
+        self.slots = np.full((R, k), -1, dtype=np.int64)
+        self.bvec = np.zeros((R, k, d))
+        self.s_op, self.fro = machine_norms(X)
+        u = np.finfo(theta.dtype).eps / 2
+        self.gamma = 2.0 * d * u / (1.0 - d * u)
+        self.B = np.empty((Y.shape[0], m, d))
+        _xty(X, Y, self.B)
+        self.cache = _GramCache(X, gram_memory, max_slots=2 * R * k)  # more could never be in use
+        self.gbuf = np.zeros(d * R * k)
+        self.cbuf1 = np.zeros((1, Rp, k), dtype=np.int64)
+        self.Tb = np.empty((R * k, d))
+        self.Ob = np.empty((R * k, d))
+        # flop of one run-iteration: assigned step; a Gram step reads each Gram (8 d^2 bytes) once
+        # per iteration for all the runs that share it
+        self.flop_assigned = 4.0 * m * n * d
+        self.stats = dict(full_iterations=0, assigned_iterations=0, gram_iterations=0,
+                          grams_built=0, gram_hits=0, gram_slots=self.cache.n_slots)
+        self.clock = dict(setup=0.0, certify=0.0, sweep=0.0, gram=0.0, enter=0.0, final=0.0)
+        self.tick = time.perf_counter()
+
+    def lap(self, key):
         now = time.perf_counter()
-        clock[key] += now - tick
-        tick = now
+        self.clock[key] += now - self.tick
+        self.tick = now
 
-    def pack(runs):
-        nap = _padded(runs.size, pad)
-        ThT = buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, runs, runs.size, nap, ThT, buf.pen, buf.dup, l2)
-        return nap, ThT
+    def run(self):
+        """All iterations (certify, then the data step and the Gram step, then Gram entries),
+        then the final exact evaluation; returns the path statistics."""
+        frozen = self.st.frozen
+        self.lap("setup")
+        for it in range(self.n_iter):
+            live = ~frozen
+            if not live.any():
+                break
+            ok = self.certified(live)
+            full = np.flatnonzero(live & ~ok)
+            assigned = np.flatnonzero(live & ok & ~self.in_gram)
+            gram = np.flatnonzero(live & ok & self.in_gram)
+            self.lap("certify")
+            if full.size or assigned.size:
+                self.data_step(full, assigned, it)
+                self.lap("sweep")
+            if gram.size:
+                self.gram_step(gram, it)
+                self.lap("gram")
+            # certified runs may switch to Grams
+            for r in np.flatnonzero(frozen & self.in_gram):
+                self.leave(r)
+            cands = assigned[~frozen[assigned]]
+            if cands.size and self.cache.n_slots >= self.k and it + 1 < self.n_iter:
+                self.enter(cands, it)
+            self.lap("enter")
 
-    def finish(runs, W, gsum, cb, it):
-        _finish_all(it, runs, runs.size, W, gsum, cb, upd, yidx, st, stop, tr, nrm, ctot)
+        _final_eval(self.chunk_lo, self.data, self.loss, self.upd, self.pad, self.n_iter,
+                    self.buf, self.st, self.tr, self.res)
+        self.lap("final")
+        stats, cache = self.stats, self.cache
+        stats["seconds"] = {key: round(v, 3) for key, v in self.clock.items()}
+        stats["grams_built"] = cache.built
+        stats["grams_composed"] = cache.composed
+        stats["gram_machines_built"] = cache.machines_built
+        stats["gram_hits"] = cache.hits
+        return stats
 
-    def leave(r):
-        for j in range(k):
-            cache.release(slots[r, j])
-            slots[r, j] = -1
-        in_gram[r] = False
+    def certified(self, live):
+        """Which live runs' assignments the bounds certify (none while a trace is recorded, and
+        none before a run's first full step)."""
+        ok = np.zeros(self.R, dtype=np.bool_)
+        settled = np.flatnonzero(live & self.has_bounds)
+        if settled.size and not self.tr.on:
+            cert = np.zeros(settled.size, dtype=np.bool_)
+            _model_norms(settled, settled.size, self.theta, self.norms)
+            _anchor_dist(settled, settled.size, self.theta, self.anchor, self.dist)
+            _certify(settled, settled.size, self.norms, self.st.asg, self.U, self.Lo, self.s_op,
+                     self.dist, self.fro, self.gamma, _config.CERT_REL_MARGIN, self.loss.l2,
+                     self.n, cert)
+            ok[settled] = cert
+        return ok
 
-    def enter(cands, it):
+    def data_step(self, full, assigned, it):
+        """One pass over the data for the ``full`` runs (evaluated: exact losses, new assignments,
+        bounds reset at their models) and the ``assigned`` runs (certified: the gradient at the
+        assignment they keep), then the update of both.
+
+        Invariant: every run's step is the direct path's iteration from the same models.
+        """
+        d, k, theta, st = self.d, self.k, self.theta, self.st
+        runs = np.concatenate([full, assigned])
+        nf = full.size
+        nap = _padded(runs.size, self.pad)
+        ThT = self.buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
+        _pack(theta, runs, runs.size, nap, ThT, self.buf.pen, self.buf.dup, self.loss.l2)
+        nfp = _padded(nf, self.pad)
+        ThF = self.ThF_flat[: d * nfp * k].reshape((d, nfp * k))
+        ThF[:, : nf * k] = ThT[:, : nf * k]
+        ThF[:, nf * k:] = 0.0
+        self.anchor[full] = theta[full]
+        pk = Packed(runs, runs.size, nap, nf, k, ThT, ThF, self.buf.pen, self.buf.dup)
+        _sweep(self.chunk_lo, ITERATE, Rows(0, self.n, 0, self.n), self.data, self.loss,
+               self.upd, it, pk, self.buf, self.out)
+        if nf:
+            same = (st.asg[full] == st.asg_prev[full]).all(axis=1)
+            self.has_bounds[full] = True
+            for r in full[~same & self.in_gram[full]]:
+                self.leave(r)
+            _model_norms(full, nf, theta, self.norms)
+            _refresh_bounds(full, nf, self.norms, st.asg, self.lall, self.n, self.fro,
+                            self.gamma, self.U, self.Lo)
+        self.finish(runs, nap * k, self.buf.gflat, self.buf.cbuf, it)
+        self.stats["full_iterations"] += int(nf)
+        self.stats["assigned_iterations"] += int(assigned.size)
+
+    def gram_step(self, gram, it):
+        """The update of the certified runs that hold Grams: the gradient sum of each of their
+        clusters is ``(2 / n) (A_j theta_j - b_j) + l2 |S_j| theta_j``, one GEMM per Gram for all
+        the models that use it.
+
+        Invariant: in exact arithmetic this is the direct path's gradient sum for the same
+        assignments (which the certificate proved are the direct path's).
+        """
+        d, k = self.d, self.k
+        na = gram.size
+        W = na * k
+        pos = np.repeat(np.arange(na, dtype=np.int64), k)
+        cr = np.repeat(gram, k)
+        cj = np.tile(np.arange(k, dtype=np.int64), na)
+        cs = self.slots[gram].reshape(-1)
+        use = cs >= 0  # an empty cluster has no Gram and a zero gradient
+        order = np.argsort(cs[use], kind="stable")
+        cr, cj, pos, cs = cr[use][order], cj[use][order], pos[use][order], cs[use][order]
+        starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else cs
+        ends = np.r_[starts[1:], cs.size]
+        step = _config.GRAM_COLUMNS_PER_TASK
+        c0 = np.asarray([b for a0, a1 in zip(starts, ends) for b in range(a0, a1, step)],
+                        dtype=np.int64)
+        c1 = np.minimum(c0 + step, np.repeat(ends, -(-(ends - starts) // step))).astype(np.int64)
+        gs = self.gbuf[: d * W].reshape(1, d * W)
+        gs[:] = 0.0
+        cache = self.cache
+        _gram_gradients(cache.grams, cs[c0], c0, c1, cr, cj, pos,
+                        cache.size[cs].astype(np.float64), self.theta, self.bvec, self.loss.l2,
+                        self.n, W, self.Tb, self.Ob, gs)
+        self.finish(gram, W, gs, self.cbuf1, it)
+        self.stats["gram_iterations"] += int(na)
+
+    def finish(self, runs, W, gsum, cb, it):
+        _finish_all(it, runs, runs.size, W, gsum, cb, self.upd, self.data.yidx, self.st,
+                    self.stop, self.tr, self.nrm, self.ctot)
+
+    def leave(self, r):
+        """Run r gives its Grams back (its partition changed, or it stopped)."""
+        for j in range(self.k):
+            self.cache.release(self.slots[r, j])
+            self.slots[r, j] = -1
+        self.in_gram[r] = False
+
+    def enter(self, cands, it):
         """Give certified runs cluster Grams where that is cheaper than their assigned steps.
 
         A Gram step costs ``2 d^2`` flop per model plus reading the Gram, shared by every model
         that uses it (counted as ``GRAM_FLOP_PER_BYTE`` flop a byte); a missing Gram costs
-        ``2 |S| n d^2`` flop to build, charged in shares to the candidates that need it.
+        ``2 |S| n d^2`` flop to build, charged in shares to the candidates that need it. A choice
+        of cost only: it never changes an iteration.
         """
+        n, d, k, cache, asg = self.n, self.d, self.k, self.cache, self.st.asg
         masks = {r: [asg[r] == j for j in range(k)] for r in cands}
         demand = {}
         for r in cands:
@@ -530,100 +656,15 @@ def run_gram(data, loss, upd, n_iter, stop, chunk_lo, pad, tr, theta, res, gram_
                 cost += 2.0 * d * d + _config.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
                 if slot is None:
                     charge += 2.0 * n * d * d * cache.build_machines(mk) / demand[q]
-            gain = flop_assigned - cost
+            gain = self.flop_assigned - cost
             new = {q for q, mk in zip(keys, ms) if mk.any() and q not in cache.slot_of}
             idle = {q for q in keys if q in cache.slot_of and cache.refs[cache.slot_of[q]] == 0}
-            if gain <= 0 or (n_iter - it - 1) * gain < charge or \
+            if gain <= 0 or (self.n_iter - it - 1) * gain < charge or \
                     len(new) > cache.free_slots() - len(idle):
                 continue
-            c = yidx[r]
+            c = self.data.yidx[r]
             # cached Grams first, so that building a missing one cannot drop one this run needs
             for j in sorted(range(k), key=lambda j: keys[j] not in cache.slot_of):
-                slots[r, j] = cache.acquire(ms[j])
-                bvec[r, j] = B[c, ms[j]].sum(axis=0) if ms[j].any() else 0.0
-            in_gram[r] = True
-
-    lap("setup")
-    for it in range(n_iter):
-        live = ~frozen
-        if not live.any():
-            break
-        # which runs' assignments are certified
-        ok[:] = False
-        settled = np.flatnonzero(live & has_bounds)
-        if settled.size and not do_trace:
-            cert = np.zeros(settled.size, dtype=np.bool_)
-            _model_norms(settled, settled.size, theta, norms)
-            _anchor_dist(settled, settled.size, theta, anchor, dist)
-            _certify(settled, settled.size, norms, asg, U, Lo, s_op, dist, fro, gamma,
-                     _config.CERT_REL_MARGIN, l2, n, cert)
-            ok[settled] = cert
-        full = np.flatnonzero(live & ~ok)
-        assigned = np.flatnonzero(live & ok & ~in_gram)
-        gram = np.flatnonzero(live & ok & in_gram)
-        lap("certify")
-
-        if full.size or assigned.size:
-            # one pass over the data: full runs first (evaluated), then the certified ones
-            runs = np.concatenate([full, assigned])
-            nf = full.size
-            nap, ThT = pack(runs)
-            nfp = _padded(nf, pad)
-            ThF = ThF_flat[: d * nfp * k].reshape((d, nfp * k))
-            ThF[:, : nf * k] = ThT[:, : nf * k]
-            ThF[:, nf * k:] = 0.0
-            anchor[full] = theta[full]
-            pk = Packed(runs, runs.size, nap, nf, k, ThT, ThF, buf.pen, buf.dup)
-            _sweep(chunk_lo, ITERATE, Rows(0, n, 0, n), data, loss, upd, it, pk, buf, out)
-            if nf:
-                same = (asg[full] == asg_prev[full]).all(axis=1)
-                has_bounds[full] = True
-                for r in full[~same & in_gram[full]]:
-                    leave(r)
-                _model_norms(full, nf, theta, norms)
-                _refresh_bounds(full, nf, norms, asg, lall, n, fro, gamma, U, Lo)
-            finish(runs, nap * k, buf.gflat, buf.cbuf, it)
-            stats["full_iterations"] += int(nf)
-            stats["assigned_iterations"] += int(assigned.size)
-            lap("sweep")
-
-        if gram.size:
-            na = gram.size
-            W = na * k
-            pos = np.repeat(np.arange(na, dtype=np.int64), k)
-            cr = np.repeat(gram, k)
-            cj = np.tile(np.arange(k, dtype=np.int64), na)
-            cs = slots[gram].reshape(-1)
-            use = cs >= 0  # an empty cluster has no Gram and a zero gradient
-            order = np.argsort(cs[use], kind="stable")
-            cr, cj, pos, cs = cr[use][order], cj[use][order], pos[use][order], cs[use][order]
-            starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else cs
-            ends = np.r_[starts[1:], cs.size]
-            step = _config.GRAM_COLUMNS_PER_TASK
-            c0 = np.asarray([b for a0, a1 in zip(starts, ends) for b in range(a0, a1, step)],
-                            dtype=np.int64)
-            c1 = np.minimum(c0 + step, np.repeat(ends, -(-(ends - starts) // step))).astype(np.int64)
-            gs = gbuf[: d * W].reshape(1, d * W)
-            gs[:] = 0.0
-            _gram_gradients(cache.grams, cs[c0], c0, c1, cr, cj, pos,
-                            cache.size[cs].astype(np.float64), theta, bvec, l2, n, W, Tb, Ob, gs)
-            finish(gram, W, gs, cbuf1, it)
-            stats["gram_iterations"] += int(na)
-            lap("gram")
-
-        # certified runs may switch to Grams
-        for r in np.flatnonzero(frozen & in_gram):
-            leave(r)
-        cands = assigned[~frozen[assigned]]
-        if cands.size and cache.n_slots >= k and it + 1 < n_iter:
-            enter(cands, it)
-        lap("enter")
-
-    _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res)
-    lap("final")
-    stats["seconds"] = {key: round(v, 3) for key, v in clock.items()}
-    stats["grams_built"] = cache.built
-    stats["grams_composed"] = cache.composed
-    stats["gram_machines_built"] = cache.machines_built
-    stats["gram_hits"] = cache.hits
-    return stats
+                self.slots[r, j] = cache.acquire(ms[j])
+                self.bvec[r, j] = self.B[c, ms[j]].sum(axis=0) if ms[j].any() else 0.0
+            self.in_gram[r] = True
