@@ -31,6 +31,7 @@ CLASSES = {2: "result store proves its units", 3: "several processes on one stor
            4: "names never become paths", 5: "one output folder, checked first"}
 
 TINY = """
+kind = "figure2"
 name = {name}
 layout = "R-sigma"
 [grid]

@@ -63,20 +63,20 @@ def test_presets_keep_the_grid():
 
 
 @pytest.mark.parametrize("text, match", [
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[3]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\n',
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[3]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\n',
      "every m must be divisible by every k"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\n[protocol]\nsteps=[0.1]\n', "grid.sigma is missing"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\nfoo=[1]\n[protocol]\nsteps=[0.1]\n',
-     "unknown grid axis 'foo'"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\nspeed=1\n',
-     "unknown protocol key 'speed'"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[-0.1]\n',
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\n[protocol]\nsteps=[0.1]\n', "grid.sigma is missing"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\nfoo=[1]\n[protocol]\nsteps=[0.1]\n',
+     r"unknown key grid\.foo; allowed"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\nspeed=1\n',
+     r"unknown key protocol\.speed; allowed"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[-0.1]\n',
      "protocol.steps must be a non-empty list of positive numbers"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[-0.1]\n[protocol]\nsteps=[0.1]\n',
-     "grid.sigma values must be finite numbers >= 0"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ntrials=0\n',
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[-0.1]\n[protocol]\nsteps=[0.1]\n',
+     r"grid\.sigma\[0\] must be a number in \[0, inf\), got -0.1"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ntrials=0\n',
      "protocol.trials must be an integer >= 1"),
-    ('[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ninit="close"\n',
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ninit="close"\n',
      "init = 'close' needs grid.alpha0"),
 ])
 def test_config_errors(tmp_path, text, match):

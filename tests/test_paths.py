@@ -70,9 +70,12 @@ def test_a_config_file_stem_or_preset_that_is_not_a_plain_name_is_refused(tmp_pa
     with pytest.raises(ValueError, match="set name ="):
         load_config(cfg, "paper")
     cfg = tmp_path / "ok.toml"
-    cfg.write_text(TINY.format(trials=1, seed=1) + '\n[presets."../up"]\ntrials = 1\n')
-    with pytest.raises(ValueError, match="preset must be a plain name"):
+    cfg.write_text(TINY.format(trials=1, seed=1) + '\n[presets."../up".protocol]\ntrials = 1\n')
+    # presets are one fixed vocabulary (smoke, quick, paper): anything else is refused by name
+    with pytest.raises(ValueError, match=r"preset must be one of \['smoke', 'quick', 'paper'\], got '../up'"):
         load_config(cfg, "../up")
+    with pytest.raises(ValueError, match="preset names must be among"):
+        load_config(cfg, "paper")
 
 
 @pytest.mark.parametrize("name", ["../x", "a/b"])

@@ -21,6 +21,7 @@ from mixlinreg.theory import Context
 ROOT = Path(__file__).resolve().parents[1]
 
 TINY = """
+kind = "figure2"
 name = "tiny"
 layout = "R-sigma"
 [grid]

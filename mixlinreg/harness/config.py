@@ -2,6 +2,7 @@
 
 A config file looks like the source repository's ``experiments/fig2a.toml`` (abridged)::
 
+    kind = "figure2"
     name = "fig2a"
     description = "..."
     layout = "R-sigma"          # figure layout: "R-sigma" (x = R, one line per sigma) or "m-n"
@@ -25,7 +26,7 @@ A config file looks like the source repository's ``experiments/fig2a.toml`` (abr
     success_plus = 0.001        # authors' rule: dist_nearest < 0.6 sigma + success_plus
     seed = 2020
 
-    [presets.quick]             # any protocol (or grid) key may be overridden per preset
+    [presets.quick.protocol]    # any protocol or grid value may be overridden per preset
     trials = 10
 
 Cells that differ only in R, sigma (and alpha0) share one trial's data (X, the Bernoulli patterns and
@@ -35,7 +36,6 @@ work is one trial of one (m, n, d, k) group.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -45,16 +45,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .._paths import plain_name
+from .. import config as _cfg
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
     import tomli as tomllib
 
-#: folders searched for ``<name>.toml``: ./experiments, then the repository's experiments/ (the
-#: configs live there; an editable install or a run from the clone finds them)
-CONFIG_DIRS = (Path.cwd() / "experiments", Path(__file__).resolve().parents[2] / "experiments")
 
 GROUP_AXES = ("m", "n", "d", "k")
 CELL_AXES = ("R", "sigma", "alpha0")
@@ -196,45 +193,29 @@ def _validate(where, grid, protocol, layout):
 
 
 def resolve_config_path(name_or_path) -> Path:
-    """``"fig2a"`` -> ``experiments/fig2a.toml``; a path is returned as is."""
-    p = Path(name_or_path)
-    if p.suffix == ".toml" or p.exists():
-        if not p.exists():
-            raise FileNotFoundError(f"config file {p} does not exist")
-        return p
-    for folder in CONFIG_DIRS:
-        cand = folder / f"{name_or_path}.toml"
-        if cand.exists():
-            return cand
-    known = sorted({q.stem for f in CONFIG_DIRS if f.exists() for q in f.glob("*.toml")})
-    raise FileNotFoundError(f"no config named {name_or_path!r} in {[str(f) for f in CONFIG_DIRS]}; "
-                            f"known: {known}; pass a .toml path instead")
+    """``"fig2a"`` -> ``experiments/fig2a.toml`` (see :func:`mixlinreg.config.find`); a path as is."""
+    return _cfg.find(name_or_path)
+
+
+def _figure2_schema():
+    opt = dict(required=False)
+    grid = {a: _cfg.Spec("list[int]", low=1, **opt) for a in GROUP_AXES}
+    grid.update({a: _cfg.Spec("list[float]", low=0, **opt) for a in CELL_AXES})
+    kinds = dict(steps="list[float]", n_iter="int", n_init="int", trials="int", dtype="str",
+                 theta_scale="str", init="str", success_plus="float", seed="int",
+                 early_stop="bool", tol="float")
+    return {"grid": grid, "protocol": {key: _cfg.Spec(kind, **opt) for key, kind in kinds.items()}}
 
 
 def load_config(name_or_path, preset="paper") -> Experiment:
-    """Read a TOML config and apply ``preset`` ("paper" = the file's own values)."""
-    path = resolve_config_path(name_or_path)
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
-    where = str(path)
-    grid = copy.deepcopy(raw.get("grid", {}))
-    protocol = copy.deepcopy(raw.get("protocol", {}))
-    presets = raw.get("presets", {})
-    if preset != "paper":
-        if preset not in presets:
-            _fail(where, f"preset must be one of {['paper'] + sorted(presets)}, got {preset!r}")
-        for key, value in presets[preset].items():
-            if key in GROUP_AXES + CELL_AXES:
-                grid[key] = value
-            else:
-                protocol[key] = value
-    g, p = _validate(where, grid, protocol, raw.get("layout", "R-sigma"))
-    name = raw.get("name", path.stem)
-    try:  # both become part of the store's folder name: never a path
-        plain_name("name", name)
-        plain_name("preset", preset)
-    except ValueError as exc:
-        _fail(where, str(exc) + ("" if "name" in raw else
-                                 " (the file's stem; set name = \"...\" in the config)"))
-    return Experiment(name=name, description=raw.get("description", ""),
-                      layout=raw.get("layout", "R-sigma"), preset=preset, grid=g, protocol=p)
+    """Read a Figure 2 config (``kind = "figure2"``) with ``preset`` applied ("paper" = the file's
+    own values) through :func:`mixlinreg.config.load`, then check how its values fit together."""
+    cfg = _cfg.load(name_or_path, preset, kind="figure2", schema=_figure2_schema())
+    where = cfg.path
+    with open(where, "rb") as fh:
+        layout = tomllib.load(fh).get("layout", "R-sigma")
+    grid = {k: v for k, v in cfg["grid"].items() if v is not None}
+    protocol = {k: v for k, v in cfg["protocol"].items() if v is not None}
+    g, p = _validate(where, grid, protocol, layout)
+    return Experiment(name=cfg.name, description=cfg.description, layout=layout, preset=preset,
+                      grid=g, protocol=p)

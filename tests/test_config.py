@@ -1,0 +1,113 @@
+"""The one config loader (mixlinreg.config): presets, schema checks, where files are found."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from mixlinreg import config
+from mixlinreg.config import Spec
+from mixlinreg.harness import load_config
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCHEMA = {"params": {"n": Spec("int", low=1), "rate": Spec("float", low=0, high=1, open="low"),
+                     "how": Spec("str", choices=("a", "b"), required=False, default="a"),
+                     "xs": Spec("list[float]", low=0)},
+          "margins": {"margin": Spec("float", low=0)}}
+
+
+def _write(tmp_path, text, name="toy"):
+    p = tmp_path / f"{name}.toml"
+    p.write_text(text)
+    return p
+
+
+GOOD = """
+kind = "study"
+name = "toy"
+[params]
+n = 30
+rate = 0.5
+xs = [0.1, 2]
+[margins]
+margin = 0.1
+[presets.quick.params]
+n = 10
+[presets.smoke.params]
+n = 2
+xs = [1.0]
+"""
+
+
+def test_presets_override_the_files_values(tmp_path):
+    p = _write(tmp_path, GOOD)
+    paper = config.load(p, "paper", kind="study", schema=SCHEMA)
+    quick = config.load(p, "quick", kind="study", schema=SCHEMA)
+    smoke = config.load(p, "smoke", kind="study", schema=SCHEMA)
+    assert paper["params"] == {"n": 30, "rate": 0.5, "how": "a", "xs": [0.1, 2.0]}
+    assert quick["params"]["n"] == 10 and quick["params"]["xs"] == [0.1, 2.0]
+    assert smoke["params"]["xs"] == [1.0]
+    assert len({paper.hash(), quick.hash(), smoke.hash()}) == 3
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("n = 30", "n = 0"), r"params\.n must be an integer in \[1, inf\), got 0"),
+    (("n = 30", "n = 3.5"), r"params\.n must be a finite integer"),
+    (("rate = 0.5", "rate = 0"), r"params\.rate must be a number in \(0, 1\], got 0"),
+    (("xs = [0.1, 2]", "xs = [0.1, -2]"), r"params\.xs\[1\] must be a number in \[0, inf\)"),
+    (("xs = [0.1, 2]", "xs = []"), r"params\.xs must be a non-empty list"),
+    (("n = 30", "n = 30\nextra = 1"), r"unknown key params\.extra; allowed"),
+    (("[margins]", "[margin]"), r"unknown table \[margin\]"),
+    (('kind = "study"', 'kind = "compare"'), r"kind must be 'study', got 'compare'"),
+    (("[presets.smoke.params]", "[presets.full.params]"), r"preset names must be among"),
+    (("rate = 0.5\n", ""), r"params\.rate is missing"),
+])
+def test_bad_configs_name_the_file_the_key_and_the_value(tmp_path, edit, message):
+    p = _write(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(ValueError, match=message) as err:
+        config.load(p, "paper", kind="study", schema=SCHEMA)
+    assert str(p) in str(err.value)
+
+
+def test_unknown_preset_and_kind_are_refused(tmp_path):
+    p = _write(tmp_path, GOOD.replace("[presets.smoke.params]\nn = 2\nxs = [1.0]\n", ""))
+    with pytest.raises(ValueError, match=r"preset must be one of \['paper', 'quick'\], got 'smoke'"):
+        config.load(p, "smoke", kind="study", schema=SCHEMA)
+    with pytest.raises(ValueError, match=r"preset must be one of \['smoke', 'quick', 'paper'\]"):
+        config.load(p, "full", kind="study", schema=SCHEMA)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        config.load(p, "paper", kind="grid", schema=SCHEMA)
+
+
+def test_a_name_never_becomes_a_path():
+    with pytest.raises(ValueError, match="plain name"):
+        config.find("../fig2a")
+    with pytest.raises(FileNotFoundError, match="no config named 'nope'"):
+        config.find("nope")
+
+
+def test_figure2_panels_keep_their_store_hashes():
+    # the committed stores are named by these hashes: the loader must not move them
+    assert load_config("fig2a", "paper").hash()[:12] == "03128fff867f"
+    assert load_config("fig2c", "paper").hash()[:12] == "b6c817cb7f5d"
+    for panel in ("fig2a", "fig2b", "fig2c", "fig2d"):
+        for preset in config.PRESETS:
+            assert load_config(panel, preset).preset == preset
+
+
+def test_every_config_ships_in_the_wheel():
+    # pyproject's data-files globs must cover every TOML under experiments/
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        data_files = tomllib.load(fh)["tool"]["setuptools"]["data-files"]
+    shipped = {q for globs in data_files.values() for g in globs for q in ROOT.glob(g)}
+    tomls = set((ROOT / "experiments").rglob("*.toml"))
+    assert tomls and tomls <= shipped, sorted(str(q) for q in tomls - shipped)
+    for dest, globs in data_files.items():
+        for g in globs:
+            assert dest == "share/mixlinreg/" + str(Path(g).parent), (dest, g)
