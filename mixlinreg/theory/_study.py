@@ -30,7 +30,7 @@ from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
-PRESETS = ("smoke", "quick", "full")
+PRESETS = ("smoke", "quick", "full", "paper")  # "full": the records made before presets were named alike
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
 
 

@@ -1,0 +1,33 @@
+"""One module per claim of the paper, each defining ``STUDY`` (a :class:`~mixlinreg.theory.study.Study`).
+
+The module of study ``ID`` is ``mixlinreg.theory.studies.<id in lower case>``; its config is
+``experiments/studies/<ID>.toml``. :func:`get` returns the study; :func:`ported` lists the IDs
+whose module exists (the others still run as functions of the older theory modules, see
+:data:`mixlinreg.theory.STUDIES`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+from ..._paths import plain_name
+
+
+def _module(study_id):
+    return f"{__name__}.{plain_name('study ID', study_id).lower()}"
+
+
+def ported(study_id) -> bool:
+    """Whether study ``study_id`` is defined as a record here."""
+    return importlib.util.find_spec(_module(study_id)) is not None
+
+
+def get(study_id):
+    """The :class:`~mixlinreg.theory.study.Study` of ``study_id``."""
+    if not ported(study_id):
+        raise ValueError(f"study {study_id!r} has no module {_module(study_id)}")
+    study = importlib.import_module(_module(study_id)).STUDY
+    if study.id != study_id:
+        raise ValueError(f"module {_module(study_id)} defines study {study.id!r}, not {study_id!r}")
+    return study

@@ -1,0 +1,164 @@
+"""Studies as records: one :class:`Study` per claim, driven the same way by :func:`run`.
+
+A study is data (ID, title, the claim's sentence, where the paper states it in both versions, the
+schema of its config) plus four functions:
+
+``params`` is the study's checked config, ``{"params": {...}, "margins": {...}}``.
+
+* ``units(params) -> [(name, spec), ...]``: the independent pieces of work (a grid point, a seed);
+  ``name`` is a plain name, unique in the study, and keys both the unit's stored rows and its
+  random stream;
+* ``compute(spec, params, rng) -> DataFrame``: the tidy rows of one unit (``rng`` is the unit's
+  own generator, ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(name)))``, so adding or removing
+  a unit never changes another's draws);
+* ``analyze(table, params) -> Verdict``: the verdict, its numbers and intervals, and the
+  *sensitivity* lines: the verdict at the neighbouring values of every threshold and margin the
+  config fixes;
+* ``figure(table, verdict, params) -> matplotlib Figure``.
+
+:func:`run` loads ``experiments/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
+computes the units through the resumable store (:class:`mixlinreg.theory._study.Context`), writes
+the table, the extra tables of the verdict and the figure under ``out``, and returns the
+:class:`~mixlinreg.theory._study.StudyResult` whose JSON record ``paper_checks.md`` is made from.
+Adding a study is one module under ``mixlinreg/theory/studies/`` and one config.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from .. import config as _config
+from .._paths import plain_name
+from ._study import VERDICTS, Context, StudyResult
+
+__all__ = ["Study", "Verdict", "run", "unit_rng", "sensitivity_line"]
+
+
+@dataclass
+class Verdict:
+    """What :meth:`Study.analyze` returns.
+
+    Attributes
+    ----------
+    verdict : str
+        One of :data:`~mixlinreg.theory.VERDICTS`.
+    numbers : pandas.DataFrame
+        The measured numbers that decide it, with intervals.
+    summary : str
+        Why, in a few sentences, with the deciding numbers.
+    caveats : list of str
+    sensitivity : list of str
+        The verdict at neighbouring values of each threshold or margin (see :func:`sensitivity_line`).
+    tables : dict
+        Extra tables to write, ``{suffix: DataFrame}`` (``"_factors.csv"`` ->
+        ``<out>/<ID>_<preset>_factors.csv``).
+    """
+
+    verdict: str
+    numbers: pd.DataFrame
+    summary: str
+    caveats: list = field(default_factory=list)
+    sensitivity: list = field(default_factory=list)
+    tables: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+@dataclass(frozen=True)
+class Study:
+    """One claim: metadata as data, and the four functions described in the module docstring."""
+
+    id: str
+    title: str
+    claim: str
+    location: str
+    schema: dict
+    units: Callable
+    compute: Callable
+    analyze: Callable
+    figure: Callable
+
+    def __post_init__(self):
+        plain_name("study ID", self.id)
+        for key in ("params", "margins"):
+            if key not in self.schema:
+                raise ValueError(f"study {self.id}: schema needs a [{key}] table, got {sorted(self.schema)}")
+
+    def config(self, preset="paper", path=None):
+        """The study's checked config (``experiments/studies/<ID>.toml``, or ``path``)."""
+        return _config.load(path or self.id, preset, kind="study", schema=self.schema,
+                            sub="studies")
+
+
+def unit_rng(seed: int, study_id: str, name: str) -> np.random.Generator:
+    """The generator of unit ``name`` of a study: keyed by names, never by position."""
+    key = (zlib.crc32(study_id.encode()), zlib.crc32(name.encode()))
+    return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
+
+
+def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str:
+    """``"margin (chosen 0.1): 0.05 -> holds; 0.1 -> holds; 0.2 -> inconclusive"``.
+
+    ``verdict_at(value)`` re-reads the same measurements with the threshold at ``value``.
+    """
+    values = sorted(set(list(neighbours) + [chosen]))
+    parts = [f"{v:g} -> {verdict_at(v)}" for v in values]
+    return f"{what} (chosen {chosen:g}): " + "; ".join(parts)
+
+
+def _unit_rows(study, spec, params, seed, name):
+    return study.compute(spec, params, unit_rng(seed, study.id, name))
+
+
+def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
+        n_jobs=1, progress=False, config_path=None) -> StudyResult:
+    """Run ``study`` with its config's ``preset``; write its outputs and return its result.
+
+    Units already in the store (same study, preset, seed and config values) are read back, the
+    others computed (in ``n_jobs`` processes; the rows do not depend on it) and stored as they
+    finish.
+    """
+    cfg = study.config(preset, config_path)
+    params = cfg.values
+    ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
+                  progress=progress)
+    ctx.params = params
+    units = list(study.units(params))
+    names = [n for n, _ in units]
+    for n in names:
+        plain_name(f"study {study.id}: unit name", n)
+    if len(set(names)) != len(names):
+        raise ValueError(f"study {study.id}: unit names must be unique")
+    if n_jobs > 1 and len(units) > 1 and store is not None:
+        from joblib import Parallel, delayed
+
+        # compute the missing units in parallel; ctx.unit then reads every unit from the store
+        Parallel(n_jobs=n_jobs)(delayed(_fill_unit)(study, preset, out, store, seed, params,
+                                                    name, spec) for name, spec in units)
+    parts = []
+    for name, spec in units:
+        df = ctx.unit(name, lambda spec=spec, name=name: _unit_rows(study, spec, params, seed, name))
+        parts.append(df.assign(unit=name))
+    table = pd.concat(parts, ignore_index=True)
+    table_path = ctx.write_table(table)
+    v = study.analyze(table, params)
+    for suffix, df in v.tables.items():
+        ctx.write_table(df, suffix)
+    fig_path = ctx.save_figure(study.figure(table, v, params))
+    caveats = list(v.caveats) + [f"Sensitivity: {line}" for line in v.sensitivity]
+    return ctx.result(title=study.title, claim=study.claim, location=study.location,
+                      verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=caveats,
+                      table=table_path, figure=fig_path)
+
+
+def _fill_unit(study, preset, out, store, seed, params, name, spec):
+    ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed)
+    ctx.params = params
+    ctx.unit(name, lambda: _unit_rows(study, spec, params, seed, name))
