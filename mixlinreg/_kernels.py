@@ -36,8 +36,9 @@ import numpy as np
 from numba import prange
 
 from ._config import FASTMATH
-
-LOSS_CODES = {"squared": 0, "logistic": 1, "huber": 2}
+from .losses import CODES as LOSS_CODES  # noqa: F401  (the wrappers read it here)
+from .losses import dell as _dell
+from .losses import ell as _ell
 
 #: What :func:`_sweep` does on each machine (see :func:`_machine`).
 EVALUATE, ITERATE = 0, 1
@@ -73,48 +74,6 @@ State = namedtuple("State", "theta asg asg_prev lmin frozen diverged converged n
 Stop = namedtuple("Stop", "early_stop tol thresh")
 #: The per-iteration record (``on``): labels, loss and, with ``has_star``, distances to ``star``.
 Trace = namedtuple("Trace", "on labels loss dist has_star star")
-
-
-@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
-def _ell(z, y, code, delta):
-    """Per-sample loss as a function of the prediction z = <x, theta> (float64 arithmetic)."""
-    z = np.float64(z)
-    y = np.float64(y)
-    if code == 0:
-        r = z - y
-        return r * r
-    elif code == 1:
-        # log(1 + exp(z)) - y z, evaluated without overflow
-        if z > 0.0:
-            return z + np.log1p(np.exp(-z)) - y * z
-        return np.log1p(np.exp(z)) - y * z
-    else:
-        r = y - z
-        a = abs(r)
-        if a <= delta:
-            return 0.5 * r * r
-        return delta * (a - 0.5 * delta)
-
-
-@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
-def _dell(z, y, code, delta):
-    """Derivative of the per-sample loss with respect to the prediction z."""
-    z = np.float64(z)
-    y = np.float64(y)
-    if code == 0:
-        return 2.0 * (z - y)
-    elif code == 1:
-        if z >= 0.0:
-            return 1.0 / (1.0 + np.exp(-z)) - y
-        e = np.exp(z)
-        return e / (1.0 + e) - y
-    else:
-        r = y - z
-        if r > delta:
-            return -delta
-        if r < -delta:
-            return delta
-        return -r
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")

@@ -8,6 +8,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import _config
 from .._validation import as_generator, check_float, check_int
+from ..losses import LOSSES
 from ._common import check_data, check_l2, check_loss
 from ._result import BaselineResult
 
@@ -72,11 +73,14 @@ def _pair_index(m):
     return I.astype(np.int64), J.astype(np.int64), D
 
 
+_SQUARED = LOSSES["squared"]
+
+
 def _grad(X, y, omega, l2):
     """Gradients of ``f_i(w) = (1/n) ||X_i w - y_i||^2 + (l2/2) ||w||^2`` at ``omega`` (rows)."""
     n = y.shape[1]
-    r = np.einsum("ind,id->in", X, omega) - y
-    g = (2.0 / n) * np.einsum("ind,in->id", X, r)
+    z = np.einsum("ind,id->in", X, omega)
+    g = (1.0 / n) * np.einsum("ind,in->id", X, _SQUARED.derivative(z, y))
     if l2 != 0.0:
         g += l2 * omega
     return g
@@ -85,8 +89,7 @@ def _grad(X, y, omega, l2):
 def _objective(X, y, omega, D, lam, a, xi, l2):
     """``F(omega) = sum_i f_i(omega_i) + (1/m) sum_{i<j} P~_a(||omega_i - omega_j||, lam)``."""
     m = X.shape[0]
-    r = np.einsum("ind,id->in", X, omega) - y
-    f = np.mean(r * r, axis=1)
+    f = np.mean(_SQUARED.value(np.einsum("ind,id->in", X, omega), y), axis=1)
     if l2 != 0.0:
         f += 0.5 * l2 * np.sum(omega * omega, axis=1)
     pen = 0.0

@@ -6,17 +6,22 @@ import numpy as np
 
 from .. import _config
 from .._validation import check_array, check_float, check_int
+from ..losses import LOSSES
 from ._common import check_data, check_l2, check_loss
 from ._result import BaselineResult
 
 __all__ = ["soft_ifca"]
 
 
+_SQUARED = LOSSES["squared"]
+
+
 def _losses(X2, y, theta, l2):
-    """Residuals (m, n, k) and per-machine losses F_i(theta_j) (m, k)."""
+    """Loss derivatives ``ell'(x . theta_j, y)`` (m, n, k) and per-machine losses F_i(theta_j) (m, k)."""
     m, n = y.shape
-    err = (X2 @ theta.T).reshape(m, n, -1) - y[:, :, None]
-    F = np.mean(err * err, axis=1)
+    z = (X2 @ theta.T).reshape(m, n, -1)
+    err = _SQUARED.derivative(z, y[:, :, None])
+    F = np.mean(_SQUARED.value(z, y[:, :, None]), axis=1)
     if l2 != 0.0:
         F += 0.5 * l2 * np.sum(theta * theta, axis=1)
     return err, F
@@ -131,7 +136,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
                 break
             w = _soft_weights(F, temperature)
             # sum_i w_ij grad F_i(theta_j), grad F_i = (2/n) X_i^T (X_i theta - y_i) + l2 theta
-            G = (2.0 / n) * (X2.T @ (err * w[:, None, :]).reshape(m * n, k)).T
+            G = (1.0 / n) * (X2.T @ (err * w[:, None, :]).reshape(m * n, k)).T
             if l2 != 0.0:
                 G += l2 * w.sum(axis=0)[:, None] * theta
             theta = theta - (lr / m) * G

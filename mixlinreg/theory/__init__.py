@@ -60,6 +60,17 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
         See :class:`mixlinreg.theory._study.Context`.
     """
     (study_id,) = _check_ids([study_id])
+    from . import studies
+
+    if studies.ported(study_id):  # a record under mixlinreg/theory/studies/
+        from .study import run
+
+        result = run(studies.get(study_id), preset=preset, out=out, store=store, seed=seed,
+                     n_jobs=n_jobs, progress=progress)
+        from ..harness.store import _atomic_write_text
+
+        _atomic_write_text(Path(out) / f"{study_id}_{preset}.json", result.to_json())
+        return result
     module, func, _ = STUDIES[study_id]
     fn = getattr(importlib.import_module(f"{__name__}.{module}"), func)
     ctx = Context(study_id, preset=preset, out=Path(out), store=store, seed=seed, n_jobs=n_jobs,

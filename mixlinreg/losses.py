@@ -1,0 +1,165 @@
+"""The per-sample losses of mixlinreg, in one place.
+
+Each loss is a function ``ell(z, y)`` of the prediction ``z = <x, theta>`` and the response ``y``:
+
+========== ============================================ ============================ ==============
+name       ``ell(z, y)``                                ``ell'(z, y)``               ``ell''`` range
+========== ============================================ ============================ ==============
+squared    ``(z - y)^2``                                ``2 (z - y)``                ``[2, 2]``
+logistic   ``log(1 + e^z) - y z`` (``y`` in [0, 1])     ``sigmoid(z) - y``           ``(0, 1/4]``
+huber      ``r^2 / 2`` if ``|r| <= delta`` else         ``-clip(r, -delta, delta)``  ``[0, 1]``
+           ``delta (|r| - delta / 2)``, ``r = y - z``
+========== ============================================ ============================ ==============
+
+The scalar functions :func:`ell`, :func:`dell` and :func:`d2ell` are numba-compiled (float64
+arithmetic) and are what the kernel calls on every sample; :class:`Loss` applies the same
+functions to arrays for the naive reference, the theory studies and the baselines. The constants
+of the convex theory (strong convexity ``lambda``, smoothness ``L``, gradient and loss variances
+``eta^2``, ``v^2``) are properties of the *population* loss, so they depend on the data
+distribution as well: :meth:`Loss.constants` computes them (``mixlinreg.theory.constants``).
+
+>>> import numpy as np
+>>> LOSSES["huber"].value(np.array([0.0, 3.0]), np.array([0.5, 0.0]), delta=1.0)
+array([0.125, 2.5  ])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from ._config import FASTMATH
+
+__all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get"]
+
+#: Kernel code of each loss.
+CODES = {"squared": 0, "logistic": 1, "huber": 2}
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def ell(z, y, code, delta):
+    """Per-sample loss as a function of the prediction z = <x, theta> (float64 arithmetic)."""
+    z = np.float64(z)
+    y = np.float64(y)
+    if code == 0:
+        r = z - y
+        return r * r
+    elif code == 1:
+        # log(1 + exp(z)) - y z, evaluated without overflow
+        if z > 0.0:
+            return z + np.log1p(np.exp(-z)) - y * z
+        return np.log1p(np.exp(z)) - y * z
+    else:
+        r = y - z
+        a = abs(r)
+        if a <= delta:
+            return 0.5 * r * r
+        return delta * (a - 0.5 * delta)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def dell(z, y, code, delta):
+    """Derivative of the per-sample loss with respect to the prediction z."""
+    z = np.float64(z)
+    y = np.float64(y)
+    if code == 0:
+        return 2.0 * (z - y)
+    elif code == 1:
+        if z >= 0.0:
+            return 1.0 / (1.0 + np.exp(-z)) - y
+        e = np.exp(z)
+        return e / (1.0 + e) - y
+    else:
+        r = y - z
+        if r > delta:
+            return -delta
+        if r < -delta:
+            return delta
+        return -r
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def d2ell(z, y, code, delta):
+    """Second derivative in z (for the Huber loss the a.e. derivative: 1 inside the threshold)."""
+    z = np.float64(z)
+    if code == 0:
+        return 2.0
+    elif code == 1:
+        if z >= 0.0:
+            s = 1.0 / (1.0 + np.exp(-z))
+        else:
+            e = np.exp(z)
+            s = e / (1.0 + e)
+        return s * (1.0 - s)
+    else:
+        return 1.0 if abs(np.float64(y) - z) <= delta else 0.0
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
+def _apply(z, y, code, delta, order, out):
+    for t in range(z.shape[0]):
+        if order == 0:
+            out[t] = ell(z[t], y[t], code, delta)
+        elif order == 1:
+            out[t] = dell(z[t], y[t], code, delta)
+        else:
+            out[t] = d2ell(z[t], y[t], code, delta)
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One loss: its name, kernel code, the range of ``ell''`` and array versions of the scalars.
+
+    Attributes
+    ----------
+    name : str
+    code : int
+        The kernel's code (:data:`CODES`).
+    curvature : tuple of float
+        ``(inf ell'', sup ell'')`` over all ``z`` and ``y``.
+    """
+
+    name: str
+    code: int
+    curvature: tuple
+
+    def _eval(self, z, y, delta, order):
+        z, y = np.broadcast_arrays(np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64))
+        out = np.empty(z.size)
+        _apply(np.ascontiguousarray(z).ravel(), np.ascontiguousarray(y).ravel(), self.code,
+               float(delta), order, out)
+        return out.reshape(z.shape)
+
+    def value(self, z, y, delta=1.0):
+        """``ell(z, y)`` elementwise (float64 arrays; ``delta``: the Huber threshold)."""
+        return self._eval(z, y, delta, 0)
+
+    def derivative(self, z, y, delta=1.0):
+        """``ell'(z, y)`` in ``z``, elementwise."""
+        return self._eval(z, y, delta, 1)
+
+    def second(self, z, y, delta=1.0):
+        """``ell''(z, y)`` in ``z``, elementwise (a.e. for the Huber loss)."""
+        return self._eval(z, y, delta, 2)
+
+    def constants(self, theta_star, **kw):
+        """``lambda``, ``L``, ``eta^2``, ``v^2`` of the population loss around ``theta_star``
+        (see :func:`mixlinreg.theory.constants.loss_constants` for the keywords)."""
+        from .theory.constants import loss_constants
+
+        return loss_constants(self.name, theta_star, **kw)
+
+
+#: The losses by name.
+LOSSES = {"squared": Loss("squared", 0, (2.0, 2.0)),
+          "logistic": Loss("logistic", 1, (0.0, 0.25)),
+          "huber": Loss("huber", 2, (0.0, 1.0))}
+
+
+def get(name) -> Loss:
+    """The :class:`Loss` called ``name``; a clear error for an unknown name."""
+    if name not in LOSSES:
+        raise ValueError(f"loss must be one of {sorted(LOSSES)}, got {name!r}")
+    return LOSSES[name]

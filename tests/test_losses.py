@@ -1,0 +1,50 @@
+"""mixlinreg.losses: the one definition of each loss, checked against closed forms and differences."""
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from mixlinreg.losses import CODES, LOSSES, get
+
+Z = np.array([-800.0, -30.0, -2.0, -0.3, 0.0, 0.4, 1.7, 35.0, 800.0])
+
+
+def _ys(name):
+    return np.linspace(0.0, 1.0, Z.size) if name == "logistic" else np.linspace(-2.0, 3.0, Z.size)
+
+
+def test_closed_forms():
+    y = _ys("logistic")
+    assert_allclose(LOSSES["squared"].value(Z[2:7], y[2:7]), (Z[2:7] - y[2:7]) ** 2, rtol=1e-15)
+    # log(1 + e^z) - y z, finite at |z| = 800 where the naive formula overflows
+    assert_allclose(LOSSES["logistic"].value(Z, y), np.logaddexp(0.0, Z) - y * Z, rtol=1e-13)
+    r = _ys("huber") - Z
+    want = np.where(np.abs(r) <= 1.5, r * r / 2, 1.5 * (np.abs(r) - 0.75))
+    assert_allclose(LOSSES["huber"].value(Z, _ys("huber"), delta=1.5), want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_derivatives_match_central_differences(name):
+    z = np.linspace(-4.0, 4.0, 41) + 0.0123  # off the Huber kinks
+    y = np.full_like(z, 0.3)
+    loss, h = get(name), 1e-6
+    d1 = (loss.value(z + h, y) - loss.value(z - h, y)) / (2 * h)
+    assert_allclose(loss.derivative(z, y), d1, rtol=1e-6, atol=1e-7)
+    d2 = (loss.derivative(z + h, y) - loss.derivative(z - h, y)) / (2 * h)
+    assert_allclose(loss.second(z, y), d2, rtol=1e-5, atol=1e-6)
+    lo, hi = loss.curvature
+    s = loss.second(np.linspace(-50, 50, 2001), np.full(2001, 0.3))
+    assert lo - 1e-15 <= s.min() and s.max() <= hi + 1e-15
+
+
+def test_arrays_broadcast_and_stay_finite():
+    out = LOSSES["logistic"].derivative(Z[:, None], np.array([0.0, 1.0]))
+    assert out.shape == (Z.size, 2) and np.isfinite(out).all()
+    assert_allclose(out[0], [0.0, -1.0], atol=1e-300)  # sigmoid(-800) - y
+    assert_allclose(out[-1], [1.0, 0.0])
+
+
+def test_codes_and_unknown_names():
+    assert {n: get(n).code for n in LOSSES} == CODES
+    with pytest.raises(ValueError, match=r"loss must be one of \['huber', 'logistic', 'squared'\], got 'hinge'"):
+        get("hinge")
