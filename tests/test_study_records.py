@@ -38,9 +38,15 @@ def _units(params):
     return [(f"seed{s}", {"seed": s}) for s in range(params["params"]["n_seeds"])]
 
 
-def _compute(spec, params, rng):
-    x = rng.normal(params["params"]["mean"], 1.0, size=params["params"]["n"])
-    return pd.DataFrame({"seed": spec["seed"], "x": x})
+def _offset(rng):
+    return pd.DataFrame({"offset": [rng.uniform(-1e-3, 1e-3)]})
+
+
+def _compute(spec, params, rng, shared):
+    # every unit shares one stored offset, drawn once from its own named stream
+    off = shared("offset", _offset)["offset"].iloc[0]
+    x = rng.normal(params["params"]["mean"] + off, 1.0, size=params["params"]["n"])
+    return pd.DataFrame({"seed": spec["seed"], "x": x, "offset": off})
 
 
 def _verdict_at(fit, margin):
@@ -83,12 +89,16 @@ def cfg(tmp_path):
 def test_a_study_runs_resumes_and_writes_its_outputs(tmp_path, cfg):
     out, store = tmp_path / "out", tmp_path / "store"
     r1 = run(TOY, preset="smoke", out=out, store=store, seed=3, config_path=cfg)
-    assert r1.id == "TOY" and r1.units_computed == 2 and r1.units_resumed == 0
+    # two units and the shared piece, computed once (the second unit reads it back)
+    assert r1.id == "TOY" and r1.units_computed == 3 and r1.units_resumed == 1
+    t = pd.read_csv(r1.table)
+    assert t["offset"].nunique() == 1
+    assert t["offset"].iloc[0] == _offset(unit_rng(3, "TOY", "shared_offset"))["offset"].iloc[0]
     assert (out / "TOY_smoke.csv").exists() and (out / "TOY_smoke_means.csv").exists()
     assert (out / "TOY_smoke.png").exists()
     assert any(c.startswith("Sensitivity: margin (chosen 0.1): 0.05 -> ") for c in r1.caveats)
     r2 = run(TOY, preset="smoke", out=out, store=store, seed=3, config_path=cfg)
-    assert r2.units_computed == 0 and r2.units_resumed == 2
+    assert r2.units_computed == 0 and r2.units_resumed == 2  # the units hold the shared piece
     pd.testing.assert_frame_equal(r1.numbers, r2.numbers)
 
 
@@ -112,6 +122,7 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path, cfg):
               config_path=cfg)
     pd.testing.assert_frame_equal(pd.read_csv(one.table), pd.read_csv(two.table))
     assert two.units_resumed == 3  # the workers computed them, the driver read them back
+    assert two.units_computed == 0
 
 
 def test_a_study_needs_params_and_margins_tables():

@@ -8,9 +8,11 @@ schema of its config) plus four functions:
 * ``units(params) -> [(name, spec), ...]``: the independent pieces of work (a grid point, a seed);
   ``name`` is a plain name, unique in the study, and keys both the unit's stored rows and its
   random stream;
-* ``compute(spec, params, rng) -> DataFrame``: the tidy rows of one unit (``rng`` is the unit's
-  own generator, ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(name)))``, so adding or removing
-  a unit never changes another's draws);
+* ``compute(spec, params, rng, shared) -> DataFrame``: the tidy rows of one unit (``rng`` is the
+  unit's own generator, ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(name)))``, so adding or
+  removing a unit never changes another's draws); ``shared(name, fn)`` returns rows that several
+  units need (a loss's constants, say), computed once as ``fn(rng)`` with the stream of
+  ``"shared_" + name`` and kept in the store like a unit;
 * ``analyze(table, params) -> Verdict``: the verdict, its numbers and intervals, and the
   *sensitivity* lines: the verdict at the neighbouring values of every threshold and margin the
   config fixes;
@@ -113,8 +115,12 @@ def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str
     return f"{what} (chosen {chosen:g}): " + "; ".join(parts)
 
 
-def _unit_rows(study, spec, params, seed, name):
-    return study.compute(spec, params, unit_rng(seed, study.id, name))
+def _unit_rows(ctx, study, spec, params, seed, name):
+    def shared(key, fn):
+        key = "shared_" + key
+        return ctx.unit(key, lambda: fn(unit_rng(seed, study.id, key)))
+
+    return study.compute(spec, params, unit_rng(seed, study.id, name), shared)
 
 
 def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
@@ -144,7 +150,8 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
                                                     name, spec) for name, spec in units)
     parts = []
     for name, spec in units:
-        df = ctx.unit(name, lambda spec=spec, name=name: _unit_rows(study, spec, params, seed, name))
+        df = ctx.unit(name, lambda spec=spec, name=name: _unit_rows(ctx, study, spec, params, seed,
+                                                                   name))
         parts.append(df.assign(unit=name))
     table = pd.concat(parts, ignore_index=True)
     table_path = ctx.write_table(table)
@@ -161,4 +168,4 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
 def _fill_unit(study, preset, out, store, seed, params, name, spec):
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed)
     ctx.params = params
-    ctx.unit(name, lambda: _unit_rows(study, spec, params, seed, name))
+    ctx.unit(name, lambda: _unit_rows(ctx, study, spec, params, seed, name))
