@@ -57,9 +57,9 @@ def _verdict_at(fit, margin):
     return INCONCLUSIVE
 
 
-def _analyze(table, params):
+def _analyze(table, params, rng):
     means = table.groupby("seed")["x"].mean().to_numpy()
-    fit = bootstrap(means, rng=0)
+    fit = bootstrap(means, rng=rng("mean"))
     margin = params["margins"]["margin"]
     v = _verdict_at(fit, margin)
     line = sensitivity_line("margin", margin, lambda mg: _verdict_at(fit, mg), [0.05, 0.2])

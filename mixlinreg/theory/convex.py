@@ -1,4 +1,6 @@
-"""Studies T2 and C2: IFCA with strongly convex losses (Section 5.2 of the long version).
+"""Strongly convex losses (Section 5.2): the shared pieces of studies T2 and C2, and study C2.
+
+Study T2 itself is a record, :mod:`mixlinreg.theory.studies.t2`.
 
 Two losses, each with a fixed pair of generating parameters ``theta*_1 = R e_1``,
 ``theta*_2 = R e_2`` in ``d = 5`` dimensions and ``x ~ N(0, I_d)``:
@@ -51,14 +53,14 @@ from scipy.special import expit
 
 from .._validation import check_float, check_int
 from ..ifca import ifca
-from ..stats import Fit, bootstrap, contraction_factor, loglog_slope, verdict_at_most
+from ..stats import Fit, bootstrap, loglog_slope, verdict_at_most
 from . import bounds
-from ._study import CAVEAT, HOLDS, INCONCLUSIVE, Context, combine, pick
+from ._study import CAVEAT, HOLDS, Context, combine, pick
 from .constants import LOSSES, _min_dist, loss_constants, population_minimizers
 
 __all__ = ["LOSS_SETUPS", "draw_cluster_data", "init_at_distance", "transient_mask",
            "theorem2_radius", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts",
-           "run_t2", "run_c2"]
+           "run_c2"]
 
 D = 5
 K = 2
@@ -268,8 +270,9 @@ def _ifca_kw(loss):
 # ------------------------------------------------------------------------------ verdict rules
 
 
-def t2_verdict(fit, p, lam, L):
-    """Theorem 2's rule: is the measured contraction factor at most ``1 - p lambda / (8 L)``?
+def t2_verdict(fit, p, lam, L, margin=0.0):
+    """Theorem 2's rule: is the measured contraction factor at most ``1 - p lambda / (8 L)``
+    (plus ``margin``)? Used by study T2 (:mod:`mixlinreg.theory.studies.t2`).
 
     >>> from mixlinreg.stats import Fit
     >>> t2_verdict(Fit(0.6, 0.58, 0.62, 8), 0.5, 0.1, 0.25)
@@ -277,7 +280,7 @@ def t2_verdict(fit, p, lam, L):
     >>> t2_verdict(Fit(0.995, 0.99, 0.999, 8), 0.5, 0.1, 0.25)
     'not supported'
     """
-    return verdict_at_most(fit, float(bounds.theorem2_factor(p, lam, L)))
+    return verdict_at_most(fit, float(bounds.theorem2_factor(p, lam, L)), margin)
 
 
 def log_allowance(m, n_prime):
@@ -359,217 +362,6 @@ def nnls_rate(m, n_prime, err, weights=None):
     A = np.column_stack([1.0 / np.sqrt(m * n_prime), 1.0 / n_prime]) * w[:, None]
     coef, _ = nnls(A, err * w)
     return float(coef[0]), float(coef[1])
-
-
-# ------------------------------------------------------------------------------ T2
-
-
-def _t2_configs(preset):
-    """(p of the small cluster, n') configurations and sizes."""
-    return pick(preset,
-                smoke=dict(m=40, T=10, seeds=3, runs=2, configs=[(0.5, 60)]),
-                quick=dict(m=100, T=30, seeds=8, runs=2, configs=[(0.5, 100), (0.25, 100),
-                                                                   (0.5, 20)]),
-                full=dict(m=200, T=40, seeds=30, runs=2, configs=[(0.5, 100), (0.25, 100),
-                                                                   (0.5, 20)]))
-
-
-def _t2_unit(ctx, loss, ci, p_small, n_prime, cfg, centers, cinfo):
-    m, T, runs = cfg["m"], cfg["T"], cfg["runs"]
-    n1 = int(round(p_small * m))
-    sizes = [n1, m - n1]
-    s = LOSS_SETUPS[loss]
-    ts = theta_star_of(s["R"])
-    lam, L, radius = cinfo["lam"], cinfo["L"], cinfo["radius"]
-
-    def compute():
-        rows = []
-        for seed in range(cfg["seeds"]):
-            gen = ctx.rng(_LOSS_CODE[loss], ci, seed)
-            X, y, labels = draw_cluster_data(loss, ts, sizes, 2 * n_prime * T, gen,
-                                             sigma=s["sigma"], df=s["df"])
-            init = init_at_distance(centers, radius, runs, gen)
-            res = ifca(X, y, init, 1.0 / L, n_iter=T, theta_star=centers, **_ifca_kw(loss))
-            lab = res.trace.labels  # (T+1, runs, m)
-            for j in range(K):
-                e = res.trace.dist[:, :, j, j]  # (T+1, runs)
-                gm = np.exp(np.log(e).mean(axis=1))
-                mine = labels == j
-                mis = (lab[:, :, mine] != j).mean(axis=(1, 2))
-                for t in range(T + 1):
-                    rows.append({"loss": loss, "config": ci, "m": m, "n_prime": n_prime,
-                                 "p": min(sizes) / m, "p_j": sizes[j] / m, "seed": seed,
-                                 "cluster": j, "t": t, "err": float(gm[t]),
-                                 "err_min": float(e[t].min()), "err_max": float(e[t].max()),
-                                 "mis": float(mis[t]), "lam": lam, "L": L, "radius": radius})
-        return pd.DataFrame(rows)
-
-    return ctx.unit(f"t2_{loss}_p={p_small:g}_n={n_prime}", compute)
-
-
-def _fit_t2(table, ctx):
-    rows = []
-    groups = table.groupby(["loss", "config", "cluster"], sort=False)
-    for gi, ((loss, ci, j), g) in enumerate(groups):
-        G = g.pivot(index="seed", columns="t", values="err").to_numpy()
-        mask, floor = transient_mask(G)
-        p, pj = float(g["p"].iloc[0]), float(g["p_j"].iloc[0])
-        lam, L = float(g["lam"].iloc[0]), float(g["L"].iloc[0])
-        bound = float(bounds.theorem2_factor(p, lam, L))
-        n_used = int(mask.any(axis=1).sum())
-        ratios = (G[:, 1:] / G[:, :-1])[mask]
-        row = {"loss": loss, "p": p, "p_j": pj, "n_prime": int(g["n_prime"].iloc[0]),
-               "cluster": int(j), "bound": bound, "rate_bound": p * lam / (8 * L),
-               "rate_gd": pj * lam / L, "seeds_used": n_used,
-               "steps_used": int(mask.sum()), "floor": float(np.median(floor)),
-               "mis_transient": float(g[g["t"] <= 3]["mis"].mean()),
-               "max_step_ratio": float(ratios.max()) if ratios.size else np.nan,
-               "frac_steps_above_bound": float((ratios > bound).mean()) if ratios.size else np.nan}
-        if n_used >= 2:
-            fit = contraction_factor(G, mask, rng=ctx.rng(7, gi))
-            row.update(factor=fit.est, lo=fit.lo, hi=fit.hi, rate=1 - fit.est,
-                       verdict=t2_verdict(fit, p, lam, L))
-            row["looseness"] = row["rate"] / row["rate_bound"]
-        else:
-            row.update(factor=np.nan, lo=np.nan, hi=np.nan, rate=np.nan, looseness=np.nan,
-                       verdict=INCONCLUSIVE)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _t2_figure(table, fits):
-    from matplotlib.figure import Figure
-
-    losses = list(dict.fromkeys(table["loss"]))
-    fig = Figure(figsize=(5.2 * len(losses), 8.0))
-    axes = fig.subplots(2, len(losses), squeeze=False)
-    for c, loss in enumerate(losses):
-        ax = axes[0, c]
-        tl = table[table["loss"] == loss]
-        for (ci, j), g in tl.groupby(["config", "cluster"], sort=False):
-            med = g.groupby("t")["err"].median()
-            lab = f"j={j}: p_j={g['p_j'].iloc[0]:.2f}, n'={g['n_prime'].iloc[0]}"
-            line, = ax.semilogy(med.index, med.values, marker=".", ms=3, label=lab)
-            p = g["p"].iloc[0]
-            f = bounds.theorem2_factor(p, g["lam"].iloc[0], g["L"].iloc[0])
-            ax.semilogy(med.index, med.values[0] * f ** med.index.to_numpy(), ls="--",
-                        color=line.get_color(), lw=0.8)
-        ax.set_title(f"{loss}: median error (dashed: bound factor from e_0)", fontsize=9)
-        ax.set_xlabel("iteration t")
-        ax.set_ylabel("||theta_j^(t) - theta_pop_j||")
-        ax.legend(fontsize=7)
-        ax = axes[1, c]
-        fl = fits[fits["loss"] == loss].reset_index(drop=True)
-        x = np.arange(len(fl))
-        ok = fl["factor"].notna()
-        ax.errorbar(x[ok], fl["factor"][ok],
-                    yerr=[fl["factor"][ok] - fl["lo"][ok], fl["hi"][ok] - fl["factor"][ok]],
-                    fmt="o", label="measured e_{t+1}/e_t (95% CI)")
-        ax.scatter(x, fl["bound"], marker="_", s=400, color="k", label="1 - p lambda/(8L)")
-        ax.scatter(x, 1 - fl["rate_gd"], marker="x", color="gray", label="1 - p_j lambda/L")
-        ax.set_xticks(x, [f"p_j={a:.2f}\nn'={b}" for a, b in zip(fl["p_j"], fl["n_prime"])],
-                      fontsize=7)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("per-step contraction factor")
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
-
-
-def run_t2(ctx: Context):
-    """Theorem 2: one IFCA step contracts each cluster's error by at most ``1 - p lambda/(8L)``.
-
-    For the l2-regularized logistic mixture and the Huber + ridge mixture with Student t noise
-    (settings in :data:`LOSS_SETUPS`), equal clusters (``p = 1/2``, ``n' = 100`` and ``n' = 20``)
-    and unequal ones (``p = 1/4``; quick and full presets): ``lambda``, ``L`` on the ball of the
-    theorem (:func:`theorem2_radius`), resampled IFCA with step ``1/L`` from an initialization at
-    that radius, per-step contraction in the transient (:func:`transient_mask`,
-    :func:`mixlinreg.stats.contraction_factor`, seeds as replicates) against
-    :func:`mixlinreg.theory.bounds.theorem2_factor` with ``p = min_j p_j``.
-
-    Parameters
-    ----------
-    ctx : Context
-
-    Returns
-    -------
-    StudyResult
-
-    References
-    ----------
-    Ghosh et al. (long version), Theorem 2 and Assumptions 3-6, Section 5.2; proof in Appendix C.
-    """
-    cfg = _t2_configs(ctx.preset)
-    losses = ["logistic", "huber"]
-    ctx.params = {"losses": {l: LOSS_SETUPS[l] for l in losses}, "d": D, "k": K,
-                  "alpha0": ALPHA0, "floor_mult": FLOOR_MULT, "mc": _mc_sizes(ctx.preset),
-                  **{k: v for k, v in cfg.items()}}
-    parts = []
-    consts = {}
-    for loss in losses:
-        centers, info = _constants_unit(ctx, loss, 100)
-        consts[loss] = info
-        for ci, (p_small, n_prime) in enumerate(cfg["configs"]):
-            parts.append(_t2_unit(ctx, loss, ci, p_small, n_prime, cfg, centers, info))
-    table = pd.concat(parts, ignore_index=True)
-    table_path = ctx.write_table(table)
-    fits = _fit_t2(table, ctx)
-    ctx.write_table(fits, "_fits.csv")
-    fig_path = ctx.save_figure(_t2_figure(table, fits))
-
-    verdict = combine(fits["verdict"].tolist())
-    ok = fits["factor"].notna()
-    numbers = pd.DataFrame({
-        "loss": fits["loss"], "cluster": fits["cluster"], "p_j": fits["p_j"].round(3),
-        "n_prime": fits["n_prime"],
-        "measured factor [95% CI]": [
-            Fit(r.factor, r.lo, r.hi, r.seeds_used).fmt() if np.isfinite(r.factor) else "n/a"
-            for r in fits.itertuples()],
-        "bound 1-p*lam/(8L)": fits["bound"].round(4),
-        "1-factor": fits["rate"].round(3), "p*lam/(8L)": fits["rate_bound"].round(4),
-        "p_j*lam/L": fits["rate_gd"].round(3), "looseness": fits["looseness"].round(1),
-        "verdict": fits["verdict"]})
-    cl = [f"{l}: lambda = {consts[l]['lam']:.3g}, L = {consts[l]['L']:.3g}, Delta = "
-          f"{consts[l]['delta']:.3g}, ball radius {consts[l]['radius']:.3g}" for l in losses]
-    if ok.any():
-        worst = fits[ok].loc[(fits[ok]["hi"] - fits[ok]["bound"]).idxmax()]
-        summary = (
-            f"In every configuration the measured per-step contraction is compared with "
-            f"1 - p lambda/(8L) ({'; '.join(cl)}). The closest case is {worst['loss']} with "
-            f"p_j = {worst['p_j']:.2f}, n' = {int(worst['n_prime'])}: measured "
-            f"{Fit(worst['factor'], worst['lo'], worst['hi'], int(worst['seeds_used'])).fmt()} "
-            f"against the bound {worst['bound']:.4f}. The measured rate 1 - factor is "
-            f"{fits[ok]['looseness'].min():.1f} to {fits[ok]['looseness'].max():.1f} times the "
-            f"bound's p lambda/(8L) and {(fits[ok]['rate'] / fits[ok]['rate_gd']).min():.1f} to "
-            f"{(fits[ok]['rate'] / fits[ok]['rate_gd']).max():.1f} times the gradient-descent "
-            f"worst-direction value p_j lambda/L; the looseness is 8 (the proof's constant) x "
-            f"p_j/p (the bound uses p = min_j p_j) x that last ratio. Single transient steps: "
-            f"the largest ratio e_(t+1)/e_t is {fits[ok]['max_step_ratio'].max():.3f}, and "
-            f"{100 * fits[ok]['frac_steps_above_bound'].max():.1f}% of the steps (worst "
-            f"configuration) are above the bound's factor.")
-    else:
-        summary = "No configuration had a transient of at least 2 seeds: nothing to measure."
-    caveats = [
-        "lambda and L are the extreme Hessian eigenvalues of the Monte Carlo population loss on "
-        "the ball of Theorem 2 around the population minimizers (Assumption 3 asks for global "
-        "constants; globally the logistic loss is only l2-strongly convex, which would make the "
-        "bound even looser).",
-        f"The contraction is measured on steps whose next error is above {FLOOR_MULT:g}x the run's "
-        "floor, so the additive eps0 (unknown constants) can inflate the measured factor by at "
-        "most about a fifth of the error; the rule is therefore conservative.",
-        "Distances are to the population minimizers theta_pop (which differ from the generating "
-        "theta* because of the ridge), computed by a one-dimensional Monte Carlo root search.",
-        f"Misclassification in the first steps (fraction of machines of the cluster put elsewhere, "
-        f"t <= 3) ranged {fits['mis_transient'].min():.3f} to {fits['mis_transient'].max():.3f}.",
-    ]
-    return ctx.result(
-        title="Theorem 2: contraction 1 - p lambda / (8 L)",
-        claim=("With step 1/L and every model within (1/2 - alpha) sqrt(lambda/L) Delta of its "
-               "cluster's minimizer, one IFCA step gives ||theta_j^+ - theta*_j|| <= "
-               "(1 - p lambda/(8L)) ||theta_j - theta*_j|| + eps0."),
-        location="Theorem 2, Section 5.2 (proof in Appendix C)",
-        verdict=verdict, summary=summary, numbers=numbers, caveats=caveats,
-        table=table_path, figure=fig_path)
 
 
 # ------------------------------------------------------------------------------ C2

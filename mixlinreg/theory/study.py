@@ -13,9 +13,9 @@ schema of its config) plus four functions:
   removing a unit never changes another's draws); ``shared(name, fn)`` returns rows that several
   units need (a loss's constants, say), computed once as ``fn(rng)`` with the stream of
   ``"shared_" + name`` and kept in the store like a unit;
-* ``analyze(table, params) -> Verdict``: the verdict, its numbers and intervals, and the
+* ``analyze(table, params, rng) -> Verdict``: the verdict, its numbers and intervals, and the
   *sensitivity* lines: the verdict at the neighbouring values of every threshold and margin the
-  config fixes;
+  config fixes (``rng(name)`` gives the named stream ``"analyze_" + name`` for a bootstrap);
 * ``figure(table, verdict, params) -> matplotlib Figure``.
 
 :func:`run` loads ``experiments/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
@@ -138,8 +138,11 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     ctx.params = params
     units = list(study.units(params))
     names = [n for n, _ in units]
-    for n in names:
-        plain_name(f"study {study.id}: unit name", n)
+    for n in names:  # the rule of Context.unit, checked before anything is computed
+        if not isinstance(n, str) or not n or not n[0].isalnum() or any(
+                not (c.isalnum() or c in "_.=-") for c in n):
+            raise ValueError(f"study {study.id}: unit names must start with a letter or digit and "
+                             f"use [A-Za-z0-9_.=-], got {n!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"study {study.id}: unit names must be unique")
     if n_jobs > 1 and len(units) > 1 and store is not None:
@@ -155,7 +158,7 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
         parts.append(df.assign(unit=name))
     table = pd.concat(parts, ignore_index=True)
     table_path = ctx.write_table(table)
-    v = study.analyze(table, params)
+    v = study.analyze(table, params, lambda key: unit_rng(seed, study.id, "analyze_" + key))
     for suffix, df in v.tables.items():
         ctx.write_table(df, suffix)
     fig_path = ctx.save_figure(study.figure(table, v, params))
