@@ -461,8 +461,9 @@ def build_parser():
 
     c = sub.add_parser("compare", help="IFCA against the baselines on the issue's scenarios "
                                        "(CSV, markdown table, figure)")
-    c.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
-                   help="smoke (seconds), quick (reduced sizes, minutes) or full (Figure 2 sizes)")
+    c.add_argument("--preset", default="quick", choices=("smoke", "quick", "paper"),
+                   help="smoke (seconds), quick (reduced sizes, minutes) or paper (Figure 2 sizes); "
+                        "defined in experiments/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     c.add_argument("--out", default="results/compare",

@@ -51,6 +51,7 @@ import json
 import math
 import time
 import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,40 +127,48 @@ def _build(m, n, d, m4, n_small, R, R_small, sigma, scale):
     return out
 
 
-#: preset -> (scenarios, protocol)
-PRESETS = {
-    "smoke": (
-        [Scenario("smoke_k2", m=20, n=30, d=10, k_true=2, R=3.0, sigma=0.1, theta_scale="norm",
-                  notes="well separated"),
-         Scenario("smoke_unequal", m=20, n=30, d=10, k_true=3, R=3.0, sigma=0.1,
-                  theta_scale="norm", sizes=(14, 4, 2), notes="sizes 0.7 / 0.2 / 0.1"),
-         Scenario("smoke_k2_fit3", m=20, n=30, d=10, k_true=2, k_fit=3, R=3.0, sigma=0.1,
-                  theta_scale="norm", methods=_K_METHODS, notes="k misspecified"),
-         Scenario("smoke_n_lt_d", m=20, n=4, d=8, k_true=2, R=3.0, sigma=0.1,
-                  theta_scale="norm", notes="n < d")],
-        dict(n_seeds=2, n_init=2, n_iter=100, early_stop=False, soft_iter=100, fpfc_rounds=100,
-             fpfc_max_pair_floats=5e7),
-    ),
-    "quick": (
-        _build(m=100, n=200, d=100, m4=200, n_small=25, R=0.5, R_small=0.1, sigma=0.1,
-               scale="code"),
-        dict(n_seeds=3, n_init=5, n_iter=300, early_stop=True, soft_iter=100, fpfc_rounds=100,
-             fpfc_max_pair_floats=5e7),
-    ),
-    "full": (
-        _build(m=100, n=100, d=1000, m4=400, n_small=50, R=0.5, R_small=0.1, sigma=0.1,
-               scale="code"),
-        dict(n_seeds=10, n_init=10, n_iter=300, early_stop=False, soft_iter=300, fpfc_rounds=300,
-             fpfc_max_pair_floats=5e7),
-    ),
-}
+def _schema():
+    from .config import Spec
+
+    return {"scenarios": {"m": Spec("int", low=2), "m4": Spec("int", low=4), "n": Spec("int", low=1),
+                          "n_small": Spec("int", low=1), "d": Spec("int", low=1),
+                          "R": Spec("float", low=0, open="low"),
+                          "R_small": Spec("float", low=0, open="low"), "sigma": Spec("float", low=0),
+                          "theta_scale": Spec("str", choices=("code", "norm")),
+                          "only": Spec("list[str]", required=False, default=None)},
+            "protocol": {"n_seeds": Spec("int", low=1), "n_init": Spec("int", low=1),
+                         "n_iter": Spec("int", low=1), "early_stop": Spec("bool"),
+                         "soft_iter": Spec("int", low=1), "fpfc_rounds": Spec("int", low=1),
+                         "fpfc_max_pair_floats": Spec("float", low=1)}}
+
+
+#: the presets of ``experiments/compare.toml``
+PRESETS = ("smoke", "quick", "paper")
+
+
+def load_preset(preset, path=None):
+    """``(scenarios, protocol)`` of a preset of ``experiments/compare.toml`` (or ``path``)."""
+    from . import config
+
+    cfg = config.load(path or "compare", preset, kind="compare", schema=_schema())
+    sc = dict(cfg["scenarios"])
+    only = sc.pop("only")
+    scale = sc.pop("theta_scale")
+    built = _build(**sc, scale=scale)
+    if only is not None:
+        names = [s.name for s in built]
+        bad = [o for o in only if o not in names]
+        if bad:
+            raise ValueError(f"config {cfg.path}: scenarios.only must name scenarios among {names}, "
+                             f"got {bad}")
+        built = [s for s in built if s.name in only]
+    return built, dict(cfg["protocol"])
 
 
 def scenarios(preset):
     """The scenario list of a preset (a list of :class:`Scenario`)."""
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    return list(PRESETS[preset][0])
+    check_choice("preset", preset, PRESETS)
+    return load_preset(preset)[0]
 
 
 def _steps(k):
@@ -320,9 +329,9 @@ def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, pro
     recomputing them, and several processes can share it. ``None`` keeps nothing.
     """
     check_choice("preset", preset, PRESETS)
+    built, proto = load_preset(preset)
     if scenario_list is None:
-        scenario_list = scenarios(preset)
-    proto = dict(PRESETS[preset][1])
+        scenario_list = built
     if n_seeds is not None:
         proto["n_seeds"] = check_int("n_seeds", n_seeds, low=1)
     from threadpoolctl import threadpool_limits
@@ -342,6 +351,10 @@ def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, pro
         return _run(scenario_list, proto, seed, progress, units)
 
 
+def _key(name):
+    return zlib.crc32(name.encode())
+
+
 def _run(scenario_list, proto, seed, progress, units=None):
     warmed = []
     frames = []
@@ -351,13 +364,14 @@ def _run(scenario_list, proto, seed, progress, units=None):
                 if not warmed:
                     _warm_up()
                     warmed.append(True)
-                data_ss = np.random.SeedSequence(seed, spawn_key=(si, s))
+                # streams keyed by names (scenario, method), never by position in a list
+                data_ss = np.random.SeedSequence(seed, spawn_key=(_key(sc.name), s))
                 mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
                                    theta_scale=sc.theta_scale,
                                    sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
                 rows = []
                 for j, name in enumerate(METHODS):
-                    ss = np.random.SeedSequence(seed, spawn_key=(si, s, j))
+                    ss = np.random.SeedSequence(seed, spawn_key=(_key(sc.name), s, _key(name)))
                     row = _run_one(name, METHODS[name], mix, sc, proto, ss)
                     row.update(scenario=sc.name, seed=s, method=name, k_true=sc.k_true, k_fit=sc.k)
                     rows.append(row)
@@ -525,6 +539,7 @@ def write_outputs(rows, out_dir, preset):
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(rows)
     md = markdown_table(summary)
+    built, proto = load_preset(preset)
     paths = [out / f"compare_{preset}.csv", out / f"compare_{preset}_summary.csv",
              out / f"compare_{preset}.md", out / f"compare_{preset}.png"]
     atomic_write(paths[0], rows.to_csv(index=False, float_format="%.6g"))
@@ -532,8 +547,7 @@ def write_outputs(rows, out_dir, preset):
     scen_lines = [f"- `{s.name}`: m={s.m}, n={s.n}, d={s.d}, k_true={s.k_true}, k_fit={s.k}, "
                   f"R={s.R}, sigma={s.sigma}, theta_scale={s.theta_scale}"
                   + (f", sizes={list(s.sizes)}" if s.sizes else "") + f" ({s.notes})"
-                  for s in scenarios(preset) if s.name in set(rows["scenario"])]
-    proto = PRESETS[preset][1]
+                  for s in built if s.name in set(rows["scenario"])]
     text = (f"# mixlinreg compare, preset `{preset}`\n\n"
             f"Cells: mean dist_matched [{INTERVAL_METHOD}]; mean ARI. Protocol: {proto}.\n\n"
             + md + "\n\nScenarios:\n\n" + "\n".join(scen_lines) + "\n")

@@ -99,6 +99,15 @@ class Spec:
     required: bool = True
     default: object = None
 
+    _KINDS = ("int", "float", "bool", "str", "list[int]", "list[float]", "list[str]")
+
+    def __post_init__(self):
+        from ._validation import check_bool
+
+        check_bool("required", self.required)
+        if self.kind not in self._KINDS:
+            raise ValueError(f"Spec kind must be one of {list(self._KINDS)}, got {self.kind!r}")
+
     def _one(self, where, v, kind):
         if kind == "bool":
             if not isinstance(v, bool):  # TOML booleans are true/false, never "false" or 0

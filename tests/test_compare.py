@@ -39,12 +39,12 @@ def test_smoke_end_to_end(smoke_run, capsys):
     summary = pd.read_csv(out / "compare_smoke_summary.csv")
     assert len(summary) == len(SMOKE) * len(compare.METHOD_NAMES)
     md = (out / "compare_smoke.md").read_text()
-    assert "| scenario |" in md and "smoke_k2" in md
+    assert "| scenario |" in md and "fig2_k2" in md
 
 
 def test_well_separated_ifca_and_oracle_recover_partition(smoke_run):
     rows = smoke_run[2]
-    sel = rows[(rows["scenario"] == "smoke_k2") & rows["method"].isin(["ifca", "oracle"])]
+    sel = rows[(rows["scenario"] == "fig2_k2") & rows["method"].isin(["ifca", "oracle"])]
     assert len(sel) == 2 * N_SEEDS
     assert (sel["status"] == "ok").all()
     np.testing.assert_allclose(sel["ari"], 1.0)
@@ -53,13 +53,13 @@ def test_well_separated_ifca_and_oracle_recover_partition(smoke_run):
 
 def test_misspecified_k_empty_clusters_consistent(smoke_run):
     rows = smoke_run[2]
-    sel = rows[(rows["scenario"] == "smoke_k2_fit3") & (rows["status"] == "ok")]
+    sel = rows[(rows["scenario"] == "k2_fit3") & (rows["status"] == "ok")]
     ifca = sel[sel["method"] == "ifca"]
     assert len(ifca) == N_SEEDS
     assert (ifca["n_models"] == 3).all()
     assert (ifca["clusters_found"] + ifca["empty_clusters"] == ifca["n_models"]).all()
     # methods that do not use k are recorded as skipped in the misspecified scenarios
-    skipped = rows[(rows["scenario"] == "smoke_k2_fit3") & rows["method"].isin(["cfl", "global"])]
+    skipped = rows[(rows["scenario"] == "k2_fit3") & rows["method"].isin(["cfl", "global"])]
     assert skipped["status"].str.startswith("skipped").all()
 
 
@@ -105,7 +105,7 @@ def test_failing_method_is_recorded(monkeypatch):
 def test_fpfc_skipped_above_guard():
     sc = compare.Scenario("big_m", m=20, n=30, d=10, k_true=2, R=3.0, sigma=0.1,
                           theta_scale="norm")
-    proto = dict(compare.PRESETS["smoke"][1], fpfc_max_pair_floats=100.0)
+    proto = dict(compare.load_preset("smoke")[1], fpfc_max_pair_floats=100.0)
     mix = compare.make_mixture(20, 30, 10, 2, 3.0, 0.1, theta_scale="norm", rng=0)
     row = compare._run_one("fpfc", compare.METHODS["fpfc"], mix, sc, proto,
                            np.random.SeedSequence(0))

@@ -43,6 +43,9 @@ def _flag_calls():
     from mixlinreg.harness import load_config, run_experiment
     from mixlinreg.theory import run_study
     from mixlinreg.theory._study import Context
+    from mixlinreg.config import Spec
+    from mixlinreg.theory.studies import get as get_study
+    from mixlinreg.theory.study import run as study_run
     from mixlinreg.theory.constants import loss_constants, population_minimizers
     from mixlinreg.theory.lemma1 import misclassification_probability, worst_placement
 
@@ -66,6 +69,9 @@ def _flag_calls():
         ("run_study", "progress"): lambda v: run_study("L1", preset="smoke", store=None,
                                                        out="/nonexistent-never-made", progress=v),
         ("Context.__init__", "progress"): lambda v: Context("L1", preset="smoke", progress=v),
+        ("run", "progress"): lambda v: study_run(get_study("T2"), preset="smoke", store=None,
+                                                 out="/nonexistent-never-made", progress=v),
+        ("Spec.__init__", "required"): lambda v: Spec("int", required=v),
         ("population_minimizers", "symmetric"): lambda v: population_minimizers(
             "squared", ts, sigma=0.1, symmetric=v),
         ("loss_constants", "symmetric"): lambda v: loss_constants("squared", ts, radius=0.1,
@@ -345,9 +351,12 @@ def test_user_errors_are_one_line_with_status_2(capsys, tmp_path):
     err = capsys.readouterr().err
     assert code == 2 and "mixlinreg reproduce: error: config file" in err
     bad = tmp_path / "bad.toml"
-    bad.write_text('name = "x"\n[grid]\nm = [0]\n')
+    bad.write_text('kind = "figure2"\nname = "x"\n[grid]\nm = [10]\n')
     code = main(["reproduce", "--config", str(bad), "--preset", "paper", "--out", str(tmp_path)])
     assert code == 2 and "grid.n is missing" in capsys.readouterr().err
+    bad.write_text('name = "x"\n[grid]\nm = [10]\n')  # no kind: refused by the loader, by name
+    code = main(["reproduce", "--config", str(bad), "--preset", "paper", "--out", str(tmp_path)])
+    assert code == 2 and "kind must be 'figure2', got None" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["reproduce", "--preset", "huge"])
     assert exc.value.code == 2 and "invalid choice: 'huge'" in capsys.readouterr().err
