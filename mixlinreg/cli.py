@@ -390,9 +390,10 @@ def build_parser():
     t = sub.add_parser("check", help="theory checks: one study per claim of the paper, with verdicts")
     t.add_argument("ids", nargs="*", metavar="ID",
                    help="study IDs (L1 T1 C1 A0 T2 C2 RS F2a F2b F2c F2d D1) [all]")
-    t.add_argument("--preset", default="quick", choices=("smoke", "quick", "full"),
+    t.add_argument("--preset", default="quick", choices=("smoke", "quick", "paper", "full"),
                    help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
-                        "numba has compiled, as measured for the README) or full (hours) [quick]")
+                        "numba has compiled, as measured for the README) or paper (hours; 'full' "
+                        "is its former name) [quick]")
     t.add_argument("--out", default="results/checks",
                    help="folder for tables, figures and JSON records (and the store, unless "
                         "--store) [results/checks]")

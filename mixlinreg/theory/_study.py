@@ -283,9 +283,16 @@ class Context:
 def pick(preset: str, **values):
     """The value for ``preset`` from keyword arguments ``smoke=..., quick=..., full=...``.
 
+    ``"paper"`` reads the ``full`` value of a study not yet moved to a config (issue 10 renames
+    ``full`` to ``paper`` everywhere).
+
     >>> pick("quick", smoke=1, quick=2, full=3)
     2
+    >>> pick("paper", smoke=1, quick=2, full=3)
+    3
     """
+    if preset == "paper" and "paper" not in values and "full" in values:
+        preset = "full"
     if preset not in values:
         raise ValueError(f"preset must be one of {sorted(values)}, got {preset!r}")
     return values[preset]
