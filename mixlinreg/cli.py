@@ -271,7 +271,8 @@ def _digits(args):
         args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
-                                seed=args.seed, store=store, progress=not args.no_progress)
+                                seed=args.seed, store=store, progress=not args.no_progress,
+                                preset=args.preset)
     md, paths = write_digits_outputs(rows, recovery, args.out)
     print(md)
     print(f"digits: {rows['seed'].nunique()} seeds x {rows['method'].nunique()} methods in "
@@ -477,7 +478,9 @@ def build_parser():
 
     g = sub.add_parser("digits", help="rotated 8x8 digits, an analogue of the paper's Table 1 "
                                       "(not MNIST): IFCA vs global, local, one-shot")
-    g.add_argument("--seeds", type=positive_int, default=5, help="data seeds [5]")
+    g.add_argument("--preset", default="paper", choices=("smoke", "quick", "paper"),
+                   help="parameters from experiments/digits.toml [paper]")
+    g.add_argument("--seeds", type=positive_int, default=None, help="data seeds [preset's: 5]")
     g.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     g.add_argument("--m", type=positive_int, default=None, help="machines [80]")
     g.add_argument("--n", type=positive_int, default=None, help="training images per machine [30]")

@@ -73,9 +73,19 @@ N_CLASSES = 10
 ANALOGUE_SENTENCE = "an analogue of the paper's Table 1 on scikit-learn's 8x8 digits, not MNIST"
 METHODS = ("ifca", "global", "local", "one-shot")
 
-#: Defaults of :func:`run_digits` (chosen so that 5 seeds take well under 3 minutes on 2 cores).
-DEFAULTS = dict(m=80, n=30, n_test=300, k=4, tau=5, rounds=100, lr=0.5, l2=1e-3, n_init=5,
-                init_scale=0.01)
+def defaults(preset="paper", path=None) -> dict:
+    """The parameters of a preset of ``experiments/digits.toml`` (``seeds``, ``m``, ``n``, ...)."""
+    from . import config
+    from .config import Spec
+
+    pos = dict(low=1)
+    schema = {"params": {"seeds": Spec("int", **pos), "m": Spec("int", **pos),
+                         "n": Spec("int", **pos), "n_test": Spec("int", **pos),
+                         "k": Spec("int", **pos), "tau": Spec("int", **pos),
+                         "rounds": Spec("int", **pos), "lr": Spec("float", low=0, open="low"),
+                         "l2": Spec("float", low=0), "n_init": Spec("int", **pos),
+                         "init_scale": Spec("float", low=0, open="low")}}
+    return dict(config.load(path or "digits", preset, kind="digits", schema=schema)["params"])
 
 
 @dataclass(frozen=True)
@@ -368,11 +378,13 @@ def _one_seed(data, ss, *, k, tau, rounds, lr, l2, n_init, init_scale):
     return rows, res
 
 
-def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds=None, lr=None,
-               l2=None, n_init=None, init_scale=None, seed=0, store=None, progress=False):
+def run_digits(seeds=None, *, m=None, n=None, n_test=None, k=None, tau=None, rounds=None, lr=None,
+               l2=None, n_init=None, init_scale=None, seed=0, store=None, progress=False,
+               preset="paper"):
     """Table 1 analogue on rotated 8 x 8 digits, all methods over ``seeds`` data seeds.
 
-    Parameters left at ``None`` take the values of :data:`DEFAULTS`. ``store``: a folder for
+    Parameters left at ``None`` take the values of ``preset`` in ``experiments/digits.toml``
+    (:func:`defaults`). ``store``: a folder for
     resumable results (one checksummed unit per seed, written as soon as it is finished; a rerun
     reads them back; see :class:`mixlinreg.harness.store.UnitStore`); ``None`` keeps nothing.
     ``progress=True`` shows a tqdm bar over the seeds.
@@ -387,7 +399,10 @@ def run_digits(seeds=5, *, m=None, n=None, n_test=None, k=None, tau=None, rounds
     """
     import pandas as pd
 
-    cfg = dict(DEFAULTS)
+    cfg = defaults(preset)
+    if seeds is None:
+        seeds = cfg["seeds"]
+    cfg.pop("seeds")
     for name, v in dict(m=m, n=n, n_test=n_test, k=k, tau=tau, rounds=rounds, lr=lr, l2=l2,
                         n_init=n_init, init_scale=init_scale).items():
         if v is not None:
@@ -459,7 +474,7 @@ def summarize_digits(rows):
 
 def digits_markdown(rows, cfg=None):
     """The markdown report: the table of mean +- std test accuracy over seeds, and the protocol."""
-    cfg = cfg if cfg is not None else rows.attrs.get("config", DEFAULTS)
+    cfg = cfg if cfg is not None else rows.attrs.get("config", defaults())
     summ = summarize_digits(rows)
     lines = ["# Rotated digits (Table 1 analogue)", "",
              f"This is {ANALOGUE_SENTENCE}: the 1797 8 x 8 images of "

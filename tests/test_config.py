@@ -111,3 +111,30 @@ def test_every_config_ships_in_the_wheel():
     for dest, globs in data_files.items():
         for g in globs:
             assert dest == "share/mixlinreg/" + str(Path(g).parent), (dest, g)
+
+
+def _load_any(path, preset):
+    """Load a shipped config through the code that reads its kind."""
+    with open(path, "rb") as fh:
+        kind = tomllib.load(fh)["kind"]
+    if kind == "figure2":
+        return load_config(path, preset)
+    if kind == "compare":
+        from mixlinreg.compare import load_preset
+
+        return load_preset(preset, path)
+    if kind == "digits":
+        from mixlinreg.digits import defaults
+
+        return defaults(preset, path)
+    if kind == "study":
+        from mixlinreg.theory.studies import get
+
+        return get(path.stem).config(preset, path)
+    raise AssertionError(f"{path}: no reader for kind {kind!r}")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments").rglob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads_in_every_preset(path):
+    for preset in config.PRESETS:
+        assert _load_any(path, preset) is not None
