@@ -27,10 +27,26 @@ from .data import draw_trial, init_bernoulli
 from .ifca import ifca
 
 #: the two shapes of Figure 2: (m, n, d, k) and the step sizes of the authors' protocol
-CONFIGS = {
-    (100, 100, 1000, 2): (1.0, 0.1, 0.01),
-    (400, 100, 1000, 4): (2.0, 1.0, 0.5),
-}
+def load_shapes(preset="paper", path=None):
+    """``({(m, n, d, k): steps}, dtypes)`` of a preset of ``experiments/bench.toml``."""
+    from . import config
+    from .config import Spec
+
+    pos = Spec("list[int]", low=1)
+    schema = {"shapes": {"m": pos, "n": pos, "d": pos, "k": pos,
+                         "dtypes": Spec("list[str]", choices=("float32", "float64"))},
+              "steps": {"k2": Spec("list[float]", low=0, open="low"),
+                        "k4": Spec("list[float]", low=0, open="low")}}
+    cfg = config.load(path or "bench", preset, kind="bench", schema=schema)
+    sh = cfg["shapes"]
+    if len({len(sh[a]) for a in "mndk"}) != 1:
+        raise ValueError(f"config {cfg.path}: shapes.m, n, d, k must have the same length")
+    shapes = {}
+    for m, n, d, k in zip(sh["m"], sh["n"], sh["d"], sh["k"]):
+        if f"k{k}" not in cfg["steps"]:
+            raise ValueError(f"config {cfg.path}: no step sizes for k = {k} (steps.k{k})")
+        shapes[(m, n, d, k)] = tuple(cfg["steps"][f"k{k}"])
+    return shapes, [np.dtype(t).type for t in sh["dtypes"]]
 
 
 def numpy_ifca(X, y, theta0, lr, n_iter):
@@ -94,7 +110,7 @@ def run_benchmark(configs=None, dtypes=(np.float32, np.float64), threads=(1, 2),
     shared cluster Grams); ``useful_gflops`` always counts the direct path's flop, so for the Gram
     path it is an effective rate.
     """
-    configs = CONFIGS if configs is None else configs
+    configs = load_shapes()[0] if configs is None else configs
     rows = []
     for (m, n, d, k), steps in configs.items():
         for dtype in dtypes:

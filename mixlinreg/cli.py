@@ -84,14 +84,11 @@ def _demo(args):
 
 def _bench(args):
     from ._paths import atomic_write, output_file
-    from .bench import CONFIGS, format_table, run_benchmark
+    from .bench import format_table, load_shapes, run_benchmark
 
     if args.csv:
         output_file(args.csv, "--csv")  # checked before the benchmark runs
-    configs = CONFIGS
-    if args.quick:
-        configs = {(100, 100, 1000, 2): CONFIGS[(100, 100, 1000, 2)]}
-    dtypes = [np.float32] if args.quick else [np.float32, np.float64]
+    configs, dtypes = load_shapes("quick" if args.quick else "paper")  # experiments/bench.toml
     es = (False, True) if args.with_early_stop else (False,)
     if args.units:
         from .bench import bench_units

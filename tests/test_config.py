@@ -127,6 +127,10 @@ def _load_any(path, preset):
         from mixlinreg.digits import defaults
 
         return defaults(preset, path)
+    if kind == "bench":
+        from mixlinreg.bench import load_shapes
+
+        return load_shapes(preset, path)
     if kind == "study":
         from mixlinreg.theory.studies import get
 
