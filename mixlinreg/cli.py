@@ -237,14 +237,15 @@ def _compare(args):
 
     from tqdm.auto import tqdm
 
-    from .compare import METHODS, PRESETS, scenarios
+    from .compare import METHODS, load_preset
 
     output_dir(args.out, "--out")  # before any work
     store = None if args.no_store else output_dir(
         args.store if args.store is not None else f"{args.out}/store", "--store")
     t0 = time.perf_counter()
-    n_seeds = args.seeds if args.seeds is not None else PRESETS[args.preset][1]["n_seeds"]
-    total = len(scenarios(args.preset)) * n_seeds * len(METHODS)
+    built, proto = load_preset(args.preset)  # experiments/compare.toml
+    n_seeds = args.seeds if args.seeds is not None else proto["n_seeds"]
+    total = len(built) * n_seeds * len(METHODS)
     with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
         rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
                            progress=lambda row: bar.update(1))

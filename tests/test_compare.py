@@ -10,13 +10,13 @@ from mixlinreg import compare
 from mixlinreg.cli import main
 
 SMOKE = compare.scenarios("smoke")
-N_SEEDS = 2
+N_SEEDS = compare.load_preset("smoke")[1]["n_seeds"]  # the preset's own count (no --seeds below)
 
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("compare")
-    rc = main(["compare", "--preset", "smoke", "--seeds", str(N_SEEDS), "--out", str(out)])
+    rc = main(["compare", "--preset", "smoke", "--out", str(out)])
     rows = pd.read_csv(out / "compare_smoke.csv")
     return rc, out, rows
 
