@@ -254,3 +254,17 @@ def test_report_only_writes_outputs_of_a_partial_store(tmp_path):
     assert (summary["trials"] == 1).all()  # only the finished trial is summarized
     assert (tmp_path / "figs" / "fig2a_smoke.png").stat().st_size > 0
     assert len(ResultStore(tmp_path / "store", exp).done()) == 1  # nothing more was run
+
+
+def test_a_store_is_opened_by_config_and_never_made_by_reading(tmp_path):
+    exp = _smoke()
+    with pytest.raises(FileNotFoundError, match=r"make them with `mixlinreg reproduce fig2a --preset smoke"):
+        ResultStore.find(tmp_path, exp)
+    assert list(tmp_path.iterdir()) == []  # reading made nothing
+    run_experiment(exp, tmp_path, progress=False, max_units=1)
+    assert len(ResultStore.find(tmp_path, exp).done()) == 1
+    # the committed paper store of panel (a) is found by its config alone
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "figures" / "stores"
+    assert len(ResultStore.find(root, load_config("fig2a", "paper")).done()) == 40

@@ -408,6 +408,22 @@ class ResultStore:
     coordinating process needs it; a live process's write in progress is never touched).
     """
 
+    @classmethod
+    def find(cls, out_dir, exp):
+        """The existing store of ``exp`` under ``out_dir``, for reading; never creates one.
+
+        Raises ``FileNotFoundError`` naming the command that makes the results when there are
+        none (the way a study asks for Figure 2 rows: by config, not by a path).
+        """
+        folder = Path(out_dir) / f"{plain_name('experiment name', exp.name)}-" \
+                                 f"{plain_name('preset', exp.preset)}-{exp.hash()[:12]}"
+        if not (folder / "manifest.json").exists():
+            raise FileNotFoundError(
+                f"no results of {exp.name} (preset {exp.preset}, config hash {exp.hash()[:12]}) under "
+                f"{out_dir}: make them with `mixlinreg reproduce {exp.name} --preset {exp.preset} "
+                f"--out {out_dir}`")
+        return cls(out_dir, exp)
+
     def __init__(self, out_dir, exp, *, clean=False, stale_after=STALE_AFTER):
         self.exp = exp
         name = plain_name("experiment name", exp.name)
