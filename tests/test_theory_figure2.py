@@ -3,6 +3,8 @@ inputs, exactness of the formulas against independent computations, and one smok
 
 import itertools
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -166,23 +168,44 @@ def test_rules_from_summary_reproduces_counts():
 # ----------------------------------------------------------------------------- smoke runs
 
 
-@pytest.mark.parametrize("sid", ["F2a", "F2b", "F2c", "F2d"])
-def test_f2_smoke(tmp_path, sid):
-    r = run_study(sid, preset="smoke", out=tmp_path, store=None)
+def _f2_config(tmp_path, sid, store):
+    src = Path(__file__).resolve().parents[1] / "experiments" / "studies" / f"{sid}.toml"
+    cfg = tmp_path / f"{sid}.toml"
+    cfg.write_text(src.read_text().replace('figure2_store = "figures/stores"',
+                                           f'figure2_store = "{store}"'))
+    return cfg
+
+
+@pytest.mark.parametrize("sid", ["F2a", "F2c"])
+def test_f2_smoke_reads_the_panel_store_by_config(tmp_path, sid):
+    from mixlinreg.harness import load_config, run_experiment
+    from mixlinreg.theory.studies import get
+    from mixlinreg.theory.study import run
+
+    store = tmp_path / "stores"
+    run_experiment(load_config(f"fig2{sid[-1]}", "smoke"), store, progress=False)
+    cfg = _f2_config(tmp_path, sid, store)
+    r = run(get(sid), preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
     assert r.verdict in VERDICTS
-    if not (f2.FIGURES / f"fig2{sid[-1].lower()}_quick_summary.csv").exists():
-        pytest.skip("summary not committed")
-    assert (tmp_path / f"{sid}_smoke.csv").exists() and (tmp_path / f"{sid}_smoke.png").exists()
-    table = pd.read_csv(tmp_path / f"{sid}_smoke.csv")
+    assert "Figure 3(" in r.location and "Figure 2(" in r.location
+    assert "smoke preset" in r.summary and "config hash" in r.summary
+    assert any(c.startswith("Sensitivity: significance level alpha (chosen 0.05)") for c in r.caveats)
+    table = pd.read_csv(tmp_path / "out" / f"{sid}_smoke.csv")
     assert set(f2._TREND_COLUMNS) <= set(table.columns)
     assert (table["stratum"] == "pooled").any()
+    summ = pd.read_csv(tmp_path / "out" / f"{sid}_smoke_summary.csv")
+    assert (summ["trials"] == 2).all()
 
 
-def test_f2_missing_summary_inconclusive(tmp_path, monkeypatch):
-    monkeypatch.setattr(f2, "FIGURES", tmp_path / "nothing")
-    r = run_study("F2c", preset="smoke", out=tmp_path, store=None)
+def test_f2_without_runs_is_inconclusive_and_says_how_to_make_them(tmp_path):
+    from mixlinreg.theory.studies import get
+    from mixlinreg.theory.study import run
+
+    cfg = _f2_config(tmp_path, "F2c", tmp_path / "empty")
+    r = run(get("F2c"), preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
     assert r.verdict == INCONCLUSIVE
-    assert "mixlinreg reproduce fig2c --preset quick" in r.summary
+    assert "mixlinreg reproduce fig2c --preset smoke --out" in r.summary
+    assert not (tmp_path / "empty").exists()  # reading never makes a store
 
 
 def test_d1_smoke(tmp_path):

@@ -18,19 +18,20 @@ from pathlib import Path
 from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDICTS, Context,
                      StudyResult, combine)
 
-# ID -> (module, function, one-line title). Order is the order of paper_checks.md.
+# ID -> (module, function, one-line title). Order is the order of paper_checks.md. Module and
+# function are None for a study record (mixlinreg/theory/studies/<id>.py), which run_study finds.
 STUDIES = {
     "L1": ("lemma1", "run_l1", "Lemma 1: misclassification probability"),
     "T1": ("linear", "run_t1", "Theorem 1: one-step contraction by 1/2"),
     "C1": ("linear", "run_c1", "Corollary 1: error floor and iteration count"),
     "A0": ("initialization", "run_a0", "Assumption 1: slightly better than random suffices (k = 2)"),
-    "T2": ("convex", "run_t2", "Theorem 2: contraction 1 - p lambda / (8 L)"),
+    "T2": (None, None, "Theorem 2: contraction 1 - p lambda / (8 L)"),
     "C2": ("convex", "run_c2", "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
     "RS": ("initialization", "run_rs", "Section 6: random initialization with a few restarts"),
-    "F2a": ("figure2", "run_f2", "Figure 2(a): success rises with R (k = 2)"),
-    "F2b": ("figure2", "run_f2", "Figure 2(b): success rises with R (k = 4)"),
-    "F2c": ("figure2", "run_f2", "Figure 2(c): success rises with m and n (k = 2)"),
-    "F2d": ("figure2", "run_f2", "Figure 2(d): success rises with m and n (k = 4)"),
+    "F2a": (None, None, "Figure 2(a): success rises with R (k = 2)"),
+    "F2b": (None, None, "Figure 2(b): success rises with R (k = 4)"),
+    "F2c": (None, None, "Figure 2(c): success rises with m and n (k = 2)"),
+    "F2d": (None, None, "Figure 2(d): success rises with m and n (k = 4)"),
     "D1": ("figure2", "run_d1", "Text vs code: conventions of the Figure 2 experiment"),
 }
 

@@ -40,7 +40,7 @@ from ..stats import Fit, paired_difference, wilson_interval
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine, pick
 
 __all__ = ["trend_test", "trend_verdict", "move_verdict",
-           "expected_sq_separation", "separation", "run_f2", "run_d1", "ALPHA", "MOVE_MARGIN"]
+           "expected_sq_separation", "separation", "run_d1", "ALPHA", "MOVE_MARGIN"]
 
 #: folder of the committed Figure 2 summaries and raw rows (tests may point it elsewhere)
 FIGURES = Path(__file__).resolve().parents[2] / "figures"
@@ -372,15 +372,6 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def _summary_source(panel, preset):
-    """(path, label) of the summary F2<panel> reads for ``preset``; path None if missing."""
-    quick = FIGURES / f"fig2{panel}_quick_summary.csv"
-    paper = FIGURES / f"fig2{panel}_paper_summary.csv"
-    if preset == "full" and paper.exists():
-        return paper, "paper"
-    return (quick if quick.exists() else None), "quick"
-
-
 def _f2_tests(summ, panel):
     claimed, info, _ = _PANELS[panel]
     parts = []
@@ -482,104 +473,6 @@ def _plot_f2(summ, panel, tests, title):
                      f"{pm['p_increase']:.2g}, p(increase in n) = {pn['p_increase']:.2g}")
         fig.suptitle(title, fontsize=11)
     return fig
-
-
-def run_f2(ctx):
-    """F2a-F2d: success rises with R (panels a, b) and with m and n (panels c, d).
-
-    Reads the success summary of the panel (``quick`` and ``smoke``: the quick-preset summary;
-    ``full``: the paper-preset summary where one is committed, else the quick one), runs
-    :func:`trend_test` on the authors' rule (the rule behind the paper's curves: verdict) and the
-    text rule (shown), stratified by the other axes, and decides with :func:`trend_verdict`; for
-    panels c and d the verdicts on m and on n are combined (the weakest wins). The direction in
-    sigma (panels a, b) is reported for information only: the paper claims nothing about it.
-
-    References
-    ----------
-    Section 6.1 and Figure 2 ("Fig. 3" in the long version's text) of the paper.
-    """
-    panel = ctx.study_id[-1].lower()
-    if panel not in _PANELS or not ctx.study_id.upper().startswith("F2"):
-        raise ValueError(f"study_id must be one of F2a, F2b, F2c, F2d, got {ctx.study_id!r}")
-    claimed, _, k = _PANELS[panel]
-    if panel in "ab":
-        claim = (f"With k = {k}, the success probability of IFCA rises with the separation R "
-                 "(at every noise level sigma).")
-    else:
-        claim = (f"With k = {k}, the success probability of IFCA rises with the number of machines "
-                 "m and with the number of points per machine n.")
-    location = f"Section 6.1, Figure 2({panel}) (\"Fig. 3 ({panel})\" in the text)"
-    title = STUDY_TITLES[panel]
-    source, label = _summary_source(panel, ctx.preset)
-    if source is None:
-        ctx.params = {"panel": panel, "source": None}
-        table = ctx.write_table(pd.DataFrame(columns=_TREND_COLUMNS))
-        missing = FIGURES / f"fig2{panel}_quick_summary.csv"
-        return ctx.result(
-            title=title, claim=claim, location=location, verdict=INCONCLUSIVE,
-            summary=(f"No summary to read: {_rel(missing)} is missing. It is produced by "
-                     f"`mixlinreg reproduce fig2{panel} --preset quick`."),
-            numbers=pd.DataFrame(), caveats=[], table=table, figure="")
-    ctx.params = {"panel": panel, "source": _rel(source), "sha256": _sha(source), "alpha": ALPHA,
-                  "scores": "rank", "test": "exact stratified Cochran-Armitage"}
-    summ = pd.read_csv(source)
-    need = ["m", "n", "R", "sigma", "trials"] + [f"{p}_{r}" for p in ("succ", "p", "lo", "hi")
-                                                 for r in _RULES]
-    miss = [c for c in need if c not in summ.columns]
-    if miss:
-        raise ValueError(f"{source} lacks the columns {miss}; rerun "
-                         f"mixlinreg reproduce fig2{panel}")
-    tests = ctx.unit("trend_tests", lambda: _f2_tests(summ, panel))
-    table = ctx.write_table(tests)
-    numbers = _f2_numbers(tests, ALPHA)
-    verdicts, reasons = [], []
-    for along, _ in claimed:
-        g = tests[(tests["axis"] == along) & (tests["rule"] == "authors")
-                  & (tests["role"] == "claim")]
-        v, why = trend_verdict(g, ALPHA)
-        verdicts.append(v)
-        reasons.append(f"in {along}: {v} ({why})")
-    verdict = combine(verdicts)
-    trials = summ["trials"]
-    tr = f"{trials.min()}" if trials.min() == trials.max() else f"{trials.min()}-{trials.max()}"
-    text_parts = []
-    for along, _ in claimed:
-        g = tests[(tests["axis"] == along) & (tests["rule"] == "text") & (tests["role"] == "claim")]
-        v, why = trend_verdict(g, ALPHA)
-        text_parts.append(f"in {along}: {v} (pooled p(increase) = "
-                          f"{g[g['stratum'] == 'pooled']['p_increase'].iloc[0]:.3g})")
-    summary = (f"Source: {_rel(source)} ({label} preset, {tr} trials per grid point, "
-               f"{len(summ)} grid points). Exact stratified Cochran-Armitage trend test on the "
-               f"authors' rule (the paper's curves), one-sided, alpha = {ALPHA:g}: "
-               + "; ".join(reasons) + ". Text rule (shown, not deciding): "
-               + "; ".join(text_parts) + ".")
-    if panel in "ab":
-        g = tests[(tests["axis"] == "sigma") & (tests["rule"] == "authors")]
-        p = g[g["stratum"] == "pooled"].iloc[0]
-        summary += (f" In sigma (no claim in the paper; the threshold 0.6 sigma grows with sigma): "
-                    f"pooled p(increase) = {p['p_increase']:.3g}, p(decrease) = "
-                    f"{p['p_decrease']:.3g}.")
-    caveats = [
-        "Trial-level successes are reconstructed from the summary's counts; the exact conditional "
-        "test depends on the data only through them, so this loses nothing.",
-        "Levels get rank scores 0, 1, ... within each stratum (equally spaced scores), so the test "
-        "detects a monotone rise, not a particular shape.",
-        "Strata where every trial failed or every trial succeeded are flat: they carry no "
-        "information on the trend and appear in the caveat list rather than against the claim.",
-    ]
-    if label == "quick":
-        caveats.append(f"The quick-preset runs are much smaller than the paper's (here {tr} trials "
-                       "per grid point and fewer initializations, against 40 trials and 10 "
-                       "initializations): per-stratum tests have little power.")
-    if panel in "cd":
-        Rs = ", ".join(f"{v:g}" for v in sorted(summ["R"].unique()))
-        caveats.append(f"This panel has one facet per R ({Rs}, as in the authors' code); the "
-                       "strata are (R, n) for the m-trend and (R, m) for the n-trend.")
-    fig = _plot_f2(summ, panel, tests, f"{title}: {_rel(source)}")
-    figure = ctx.save_figure(fig)
-    return ctx.result(title=title, claim=claim, location=location, verdict=verdict,
-                      summary=summary, numbers=numbers, caveats=caveats, table=table,
-                      figure=figure)
 
 
 STUDY_TITLES = {

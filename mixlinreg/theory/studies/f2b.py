@@ -1,0 +1,5 @@
+"""Study F2b: see :mod:`mixlinreg.theory.studies._f2`."""
+
+from ._f2 import make_study
+
+STUDY = make_study("b")
