@@ -22,7 +22,7 @@ from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDIC
 # function are None for a study record (mixlinreg/theory/studies/<id>.py), which run_study finds.
 STUDIES = {
     "L1": ("lemma1", "run_l1", "Lemma 1: misclassification probability"),
-    "T1": ("linear", "run_t1", "Theorem 1: one-step contraction by 1/2"),
+    "T1": (None, None, "Theorem 1: one-step contraction by 1/2"),
     "C1": ("linear", "run_c1", "Corollary 1: error floor and iteration count"),
     "A0": ("initialization", "run_a0", "Assumption 1: slightly better than random suffices (k = 2)"),
     "T2": (None, None, "Theorem 2: contraction 1 - p lambda / (8 L)"),

@@ -1,11 +1,10 @@
-"""Studies T1 and C1: resampled IFCA on the linear model of Section 5.1.
+"""The linear model of Section 5.1: its data, exact formulas and rules, and study C1.
 
-**T1** (Theorem 1, eq. (1)) measures the one-step contraction ``e_{t+1} / e_t`` of
-``e_t = ||theta_j^(t) - theta*_j||`` in the transient, where the additive terms of eq. (1) are
-negligible, and compares it with the theorem's factor ``1/2``. **C1** (Corollary 1) measures the
-error floor IFCA reaches against ``sigma, d, m, n', p`` (log-log exponents against those of
-``(sigma/p) sqrt(d/(m n'))``), against the known-cluster least squares on the same data, and the
-number of iterations it needs against ``log(Delta/eps)``.
+**T1** (Theorem 1, eq. (1); the study record :mod:`mixlinreg.theory.studies.t1`) reads the
+one-step contraction with :func:`t1_verdict` and :func:`t1_allowance` below. **C1** (Corollary 1)
+measures the error floor IFCA reaches against ``sigma, d, m, n', p`` (log-log exponents against
+those of ``(sigma/p) sqrt(d/(m n'))``), against the known-cluster least squares on the same data,
+and the number of iterations it needs against ``log(Delta/eps)``.
 
 Both use the variant the theorems analyse: :func:`mixlinreg.ifca` with ``resample=True`` (fresh
 rows every iteration, clusters and gradient on disjoint blocks), gradient averaging over all ``m``
@@ -27,7 +26,6 @@ minimax comparison after it), Appendix A (proof of Theorem 1, eq. (2)).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
@@ -42,13 +40,11 @@ __all__ = [
     "simplex_centers", "cluster_labels", "linear_data", "one_step_factor", "stationary_rms",
     "oracle_rms", "oracle_theta", "ifca_oracle_ratio", "t1_allowance", "t1_verdict",
     "exponent_verdict", "p_exponent_verdict",
-    "run_t1", "run_c1",
+    "run_c1",
 ]
 
 DELTA = 1.0          # separation of the centres in both studies
-K_NOISE = 10.0       # T1 transient: e_t >= K_NOISE * sigma sqrt(d / N_j)
 EXPONENT_MARGIN = 0.1
-T1_MARGIN = 0.01     # resolution of a contraction factor against its finite-sample allowance
 N_BOOT = 2000
 
 
@@ -343,21 +339,21 @@ def ifca_oracle_ratio(T, d, N):
 # ------------------------------------------------------------------------------------------------
 
 
-def t1_verdict(fit, allowance, claimed=0.5, margin=None):
+def t1_verdict(fit, allowance, claimed=0.5, *, margin):
     """Theorem 1's rule for one measured contraction factor.
 
     "holds" if the whole interval is at most ``claimed`` (1/2); "holds with a caveat" if it is
     above 1/2 but at most ``allowance + margin``, the allowance being 1/2 plus the exact
     finite-sample excess of a correctly clustered step (:func:`t1_allowance`, a term ``O(d/N)``
-    that the theorem's constants absorb) and the margin the resolution of the comparison (default
-    :data:`T1_MARGIN`); "not supported" if the whole interval is above
+    that the theorem's constants absorb) and the margin the resolution of the comparison (study
+    T1 reads it from its config); "not supported" if the whole interval is above
     ``max(allowance, claimed) + margin``; "inconclusive" otherwise.
 
-    >>> t1_verdict(Fit(0.49, 0.48, 0.499, 10), allowance=0.51)
+    >>> t1_verdict(Fit(0.49, 0.48, 0.499, 10), allowance=0.51, margin=0.01)
     'holds'
-    >>> t1_verdict(Fit(0.512, 0.507, 0.517, 10), allowance=0.51)
+    >>> t1_verdict(Fit(0.512, 0.507, 0.517, 10), allowance=0.51, margin=0.01)
     'holds with a caveat'
-    >>> t1_verdict(Fit(0.98, 0.95, 1.01, 10), allowance=0.51)
+    >>> t1_verdict(Fit(0.98, 0.95, 1.01, 10), allowance=0.51, margin=0.01)
     'not supported'
 
     References
@@ -366,7 +362,7 @@ def t1_verdict(fit, allowance, claimed=0.5, margin=None):
     """
     claimed = check_float("claimed", claimed, low=0.0, low_open=True)
     allowance = check_float("allowance", allowance, low=0.0, low_open=True)
-    margin = T1_MARGIN if margin is None else check_float("margin", margin, low=0.0)
+    margin = check_float("margin", margin, low=0.0)
     if verdict_at_most(fit, claimed) == HOLDS:
         return HOLDS
     v = verdict_at_most(fit, max(allowance, claimed), margin)
@@ -445,341 +441,6 @@ def _exp_fit(values, rng) -> Fit:
     """Bootstrap (over replicates) of a mean of logs, returned on the original scale."""
     f = bootstrap(np.asarray(values, dtype=float), np.mean, n_boot=N_BOOT, rng=rng)
     return Fit(math.exp(f.est), math.exp(f.lo), math.exp(f.hi), f.n)
-
-
-# ------------------------------------------------------------------------------------------------
-# T1
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _T1Config:
-    name: str
-    m: int
-    n_prime: int
-    d: int
-    sigma: float
-    sizes: tuple
-    n_iter: int
-
-    @property
-    def p(self):
-        return min(self.sizes)
-
-    @property
-    def equal(self):
-        return max(self.sizes) - min(self.sizes) < 1e-12
-
-
-def _t1_configs(preset):
-    """(m, n', d, sigma, sizes) of T1; smoke keeps three of them with half the machines."""
-    specs = [(100, 20, 20, 0.01, (0.5, 0.5)), (200, 20, 20, 0.03, (0.5, 0.5)),
-             (100, 50, 40, 0.003, (0.5, 0.5)), (100, 20, 20, 0.01, (0.3, 0.7)),
-             (100, 20, 20, 0.01, (0.25, 0.75)), (100, 20, 20, 0.01, (0.22, 0.78)),
-             (100, 20, 20, 0.01, (0.2, 0.8)), (200, 50, 20, 0.01, (0.2, 0.8))]
-    if preset == "smoke":
-        specs = [(m // 2, npr, d, s, sz) for (m, npr, d, s, sz) in (specs[0], specs[3], specs[6])]
-    out = []
-    for m, npr, d, sigma, sizes in specs:
-        kind = "eq" if sizes[0] == sizes[1] else f"uneq{round(100 * min(sizes))}"
-        out.append(_T1Config(f"{kind}_m{m}_n{npr}_d{d}_s{sigma:g}", m, npr, d, sigma, sizes, 12))
-    return out
-
-
-def _t1_unit(cfg: _T1Config, alpha0s, rng):
-    """Rows ``(alpha0, direction, cluster, t, err, n_mis)`` of one data set, runs in one call."""
-    from ..data import init_close
-    from ..ifca import ifca
-
-    k = len(cfg.sizes)
-    theta_star = simplex_centers(k, cfg.d, DELTA, rng)
-    labels = cluster_labels(cfg.m, cfg.sizes)
-    T = cfg.n_iter
-    X, y = linear_data(labels, theta_star, 2 * T * cfg.n_prime, cfg.sigma, rng)
-    runs, inits = [], []
-    for a in alpha0s:
-        for direction in ("random", "adversarial"):
-            inits.append(init_close(theta_star, a, 1, rng=rng, direction=direction))
-            runs.append((a, direction))
-    init = np.concatenate(inits, axis=0)
-    res = ifca(X, y, init, 1.0 / (4.0 * cfg.p), n_iter=T, resample=True, trace=True,
-               theta_star=theta_star, dtype=np.float64, n_threads=1)
-    err = np.einsum("trjj->trj", res.trace.dist)                  # (T+1, R, k)
-    n_mis = (res.trace.labels != labels[None, None, :]).sum(-1)    # (T+1, R)
-    rows = []
-    sizes = np.asarray(cfg.sizes)
-    for r, (a, direction) in enumerate(runs):
-        for j in range(k):
-            for t in range(T + 1):
-                rows.append((a, direction, r, j, float(sizes[j]), t, float(err[t, r, j]),
-                             int(n_mis[t, r]), bool(res.diverged[r])))
-    return pd.DataFrame(rows, columns=["alpha0", "direction", "run", "cluster", "p_j", "t", "err",
-                                       "n_mis", "diverged"])
-
-
-def _t1_steps(table):
-    """One row per step ``t -> t+1`` with the log ratio, the allowance and the transient mask."""
-    key = ["config", "seed", "run", "cluster"]
-    tab = table.sort_values(key + ["t"]).reset_index(drop=True)
-    nxt = tab.groupby(key, sort=False)["err"].shift(-1)
-    emax = tab.groupby(["config", "seed", "run", "t"])["err"].transform("max")
-    steps = tab.assign(err_next=nxt, err_max=emax).dropna(subset=["err_next"]).copy()
-    N = steps["p_j"] * steps["m"] * steps["n_prime"]
-    noise = steps["sigma"] * np.sqrt(steps["d"] / N)
-    steps["noise_scale"] = noise
-    with np.errstate(divide="ignore", invalid="ignore"):
-        steps["log_ratio"] = np.log(steps["err_next"]) - np.log(steps["err"])
-        g = steps["p_j"] / (4.0 * steps["p"])
-        steps["log_allow"] = np.log(t1_allowance(g.to_numpy(), steps["d"].to_numpy(),
-                                                 N.to_numpy(), steps["sigma"].to_numpy(),
-                                                 steps["err"].to_numpy()))
-    steps["used"] = ((steps["n_mis"] == 0) & (steps["err"] >= K_NOISE * noise)
-                     & (steps["err_max"] < 0.5 * DELTA) & np.isfinite(steps["log_ratio"])
-                     & ~steps["diverged"].astype(bool))
-    return steps
-
-
-def _t1_groups(cfgs):
-    """(config, cluster or None for pooled, label) groups the verdict is read on."""
-    out = []
-    for c in cfgs:
-        if c.equal:
-            out.append((c, None, f"{c.name} (both clusters)"))
-        else:
-            for j, pj in enumerate(c.sizes):
-                out.append((c, j, f"{c.name} cluster p_j={pj:g}"))
-    return out
-
-
-def run_t1(ctx: Context):
-    """Theorem 1: one resampled IFCA step contracts the error by 1/2 (plus additive terms).
-
-    Resampled IFCA (float64) on data with ``Delta = 1`` from ``alpha0``-close starts
-    (:func:`mixlinreg.init_close`, random and adversarial directions, several ``alpha0``), step
-    ``gamma = 1/(4p)``. A step ``t -> t+1`` of cluster ``j`` enters the estimate when every machine
-    was correctly clustered at ``t`` (so the misclassification term of eq. (1), the third, is zero),
-    ``e_t >= 10 sigma sqrt(d / N_j)`` (``N_j = p_j m n'``; about 17 times the stationary floor, so
-    the noise term is negligible, and what is left of it is in the allowance) and every
-    ``e_{j,t} < Delta/2`` (the theorem's hypothesis). The factor of a configuration is
-    ``exp(mean log(e_{t+1}/e_t))`` with a bootstrap interval over independent data sets (runs on the
-    same data share the sample covariances, so they are not independent replicates); it is read
-    with :func:`t1_verdict`, the allowance (:func:`t1_allowance`) being 1/2 plus the exact
-    finite-sample excess of a correctly clustered step at the cluster's ``g_j = gamma p_j``
-    (``(1/2) sqrt(1 + (d+1)/N_j + sigma^2 d/(N_j e_t^2))`` at ``g_j = 1/4``), geometrically averaged
-    over the same steps.
-
-    Unequal sizes test the proof's eq. (2): it bounds ``|1 - 2 gamma N / (m n')|`` as if
-    ``2 gamma p_j <= 1``; with ``gamma = c1/p`` the largest cluster has population factor
-    ``|1 - 2 c1 p_j / p|``, which exceeds 1/2 for every ``c1 >= 1/4`` (needed for the smallest
-    cluster) once ``p_j > 3p``.
-
-    References
-    ----------
-    Ghosh et al., long version, Theorem 1, Section 5.1, eq. (1); Appendix A, eq. (2).
-    """
-    cfgs = _t1_configs(ctx.preset)
-    n_seeds = pick(ctx.preset, smoke=3, quick=10, full=30)
-    alpha0s = pick(ctx.preset, smoke=(0.05, 0.25), quick=(0.05, 0.25, 0.4),
-                   full=(0.05, 0.15, 0.25, 0.4))
-    ctx.params = {"configs": [asdict(c) for c in cfgs], "n_seeds": n_seeds,
-                  "alpha0s": list(alpha0s), "delta": DELTA, "k_noise": K_NOISE,
-                  "margin": T1_MARGIN, "gamma": "1/(4p)", "n_boot": N_BOOT}
-    parts = []
-    for ci, cfg in enumerate(cfgs):
-        for s in range(n_seeds):
-            df = ctx.unit(f"{cfg.name}_seed{s}",
-                          lambda cfg=cfg, ci=ci, s=s: _t1_unit(cfg, alpha0s, ctx.rng(ci, s)))
-            info = {"config": cfg.name, "seed": s, "m": cfg.m, "n_prime": cfg.n_prime, "d": cfg.d,
-                    "sigma": cfg.sigma, "p": cfg.p, "gamma": 1.0 / (4.0 * cfg.p)}
-            parts.append(df.assign(**info))
-    table = pd.concat(parts, ignore_index=True)
-    table = table[["config", "seed", "m", "n_prime", "d", "sigma", "p", "gamma", "alpha0",
-                   "direction", "run", "cluster", "p_j", "t", "err", "n_mis", "diverged"]]
-    table_path = ctx.write_table(table)
-
-    steps = _t1_steps(table)
-    rows, verdicts = [], []
-    for gi, (cfg, j, label) in enumerate(_t1_groups(cfgs)):
-        sel = steps[(steps["config"] == cfg.name) & steps["used"]]
-        if j is not None:
-            sel = sel[sel["cluster"] == j]
-        per_seed = sel.groupby("seed")[["log_ratio", "log_allow"]].mean()
-        pj = cfg.sizes[0] if j is None else cfg.sizes[j]
-        g = pj / (4.0 * cfg.p)
-        N = pj * cfg.m * cfg.n_prime
-        if len(per_seed) < 2:
-            fit, allow, v = None, float("nan"), INCONCLUSIVE
-        else:
-            fit = _exp_fit(per_seed["log_ratio"].to_numpy(), ctx.rng(10_000, gi))
-            allow = float(np.exp(per_seed["log_allow"].mean()))
-            v = t1_verdict(fit, allow)
-        verdicts.append(v)
-        rows.append({"what": "factor e_{t+1}/e_t", "configuration": label, "gamma_p_j": g,
-                     "estimate": np.nan if fit is None else fit.est,
-                     "lo": np.nan if fit is None else fit.lo,
-                     "hi": np.nan if fit is None else fit.hi,
-                     "claimed": 0.5, "allowance": allow, "population": abs(1.0 - 2.0 * g),
-                     "exact_rms": one_step_factor(g, cfg.d, N), "steps": int(len(sel)),
-                     "verdict": v})
-
-    # first steps from the least close start (not in the verdict: eq. (1)'s third term allows them)
-    a_min = min(alpha0s)
-    first = steps[(steps["t"] == 0) & (steps["alpha0"] == a_min)
-                  & steps["config"].isin([c.name for c in cfgs if c.equal])]
-    first_rows, first_rate = [], {}
-    for direction in ("random", "adversarial"):
-        sel = first[first["direction"] == direction]
-        per_seed = sel.groupby(["config", "seed"])["log_ratio"].mean()
-        mis = sel.groupby(["config", "seed", "run"])["n_mis"].first()
-        m_tot = sel.groupby(["config", "seed", "run"])["m"].first()
-        rate = float(mis.sum() / m_tot.sum())
-        first_rate[direction] = rate
-        fit = _exp_fit(per_seed.to_numpy(), ctx.rng(10_001, 0 if direction == "random" else 1))
-        first_rows.append({"what": "first step e_1/e_0 (equal sizes, not in verdict)",
-                           "configuration": f"alpha0={a_min:g} {direction}, "
-                                            f"misclassified at t=0: {rate:.3g}",
-                           "gamma_p_j": 0.25, "estimate": fit.est, "lo": fit.lo, "hi": fit.hi,
-                           "claimed": 0.5, "allowance": np.nan, "population": 0.5,
-                           "exact_rms": np.nan,
-                           "steps": int(len(sel)), "verdict": "info"})
-    numbers = pd.DataFrame(rows + first_rows)
-    ctx.write_table(numbers, "_factors.csv")
-
-    verdict = combine(verdicts)
-    summary = _t1_summary(rows, first_rows[-1], first_rate["adversarial"], n_seeds, a_min)
-    fr = [r for r in rows if np.isfinite(r["estimate"])]
-    dev = max(abs(r["estimate"] / r["exact_rms"] - 1.0) for r in fr)
-    summary += (" Across all groups the measured factor is within "
-                f"{100 * dev:.2g}% of the exact correct-cluster RMS factor "
-                "sqrt((1 - 2 gamma p_j)^2 + 4 (gamma p_j)^2 (d+1)/N_j).")
-    bad_cfgs = {r["configuration"].split(" ")[0] for r in rows if r["verdict"] == NOT_SUPPORTED}
-    assumptions = [f"{c.name}: p = {c.p:g} vs log(m)/m = {math.log(c.m) / c.m:.3g}, "
-                   f"p m n'/d = {c.p * c.m * c.n_prime / c.d:.3g}, d/log(m) = "
-                   f"{c.d / math.log(c.m):.3g}" for c in cfgs if c.name in bad_cfgs]
-    caveats = [
-        "Constants c1..c4 are unknown: the step is fixed at gamma p = 1/4, the value at which the "
-        "expected update contracts by exactly 1/2; the allowance above 1/2 is the exact "
-        "finite-sample excess of a correctly clustered step, (1/2)sqrt(1 + (d+1)/N + sigma^2 "
-        "d/(N e_t^2)) - 1/2 at gamma p_j = 1/4, not a fitted constant, plus a resolution margin "
-        f"of {T1_MARGIN:g}.",
-        "Steps with a misclassified machine, with e_t < 10 sigma sqrt(d/N_j) or with an error "
-        ">= Delta/2 are left out of the factor (there the theorem's additive terms dominate).",
-        "Intervals are percentile bootstraps over independent data sets; the runs (alpha0, "
-        "direction) on one data set are averaged first.",
-    ]
-    if max(first_rate.values()) == 0:
-        caveats.append(
-            f"No machine was misclassified at t = 0 even from alpha0 = {a_min:g} at these noise "
-            "levels (adversarial starts put both models on the segment between the centres, so "
-            "only the noise can flip a comparison of losses); the slower first steps the "
-            "theorem's third term allows were not produced here.")
-    if bad_cfgs:
-        caveats.append(
-            "The unequal-size failure does not depend on c1: the smallest cluster needs "
-            "|1 - 2 c1| <= 1/2 (c1 >= 1/4), the largest |1 - 2 c1 p_j/p| <= 1/2 (c1 p_j/p <= 3/4); "
-            "both hold only if p_j <= 3p. The population factor |1 - 2 c1 p_j/p| does not depend "
-            "on m or n', while the additive terms of eq. (1) vanish as m n' grows, so c2 and c3 "
-            "cannot absorb the failure (compare the two 0.2/0.8 configurations).")
-    if assumptions:
-        caveats.append("Assumption 2 (up to its unknown constants) for the failing configurations: "
-                       + "; ".join(assumptions) + ".")
-    fig_path = ctx.save_figure(_t1_figure(table, steps, cfgs, numbers))
-    return ctx.result(title="Theorem 1: one-step contraction by 1/2",
-                      claim="With every model within (1/2 - alpha) Delta of its centre and step "
-                            "gamma = c1/p, one resampled IFCA step gives ||theta_j^+ - theta*_j|| "
-                            "<= (1/2)||theta_j - theta*_j|| + c2 (sigma/p) sqrt(d/(m n')) + "
-                            "c3 exp(-c4 (alpha rho/(rho+1))^2 n') for all j.",
-                      location="Theorem 1, Section 5.1, eq. (1); proof in Appendix A",
-                      verdict=verdict, summary=summary,
-                      numbers=numbers, caveats=caveats,
-                      table=table_path, figure=fig_path)
-
-
-def _t1_summary(rows, first, first_rate, n_seeds, a_min):
-    """The T1 summary, every number formatted from ``rows`` (the factor table)."""
-
-    def item(r):
-        return (f"{r['configuration']} {r['estimate']:.4g} [{r['lo']:.4g}, {r['hi']:.4g}]"
-                if np.isfinite(r["estimate"]) else f"{r['configuration']} (no usable step)")
-
-    out = [f"Resampled IFCA, gamma = 1/(4p), Delta = 1, {n_seeds} data sets per configuration; "
-           "transient factor e_{t+1}/e_t (95% CI) against 1/2 and the finite-sample allowance."]
-    by = {v: [r for r in rows if r["verdict"] == v] for v in (HOLDS, CAVEAT, INCONCLUSIVE,
-                                                              NOT_SUPPORTED)}
-    if by[HOLDS]:
-        out.append("At most 1/2: " + "; ".join(item(r) for r in by[HOLDS]) + ".")
-    if by[CAVEAT]:
-        out.append("Above 1/2 but within the exact finite-sample allowance (1/2 + O(d/N)): "
-                   + "; ".join(f"{item(r)} (allowance {r['allowance']:.4g})" for r in by[CAVEAT])
-                   + ".")
-    if by[INCONCLUSIVE]:
-        out.append("Inconclusive: " + "; ".join(item(r) for r in by[INCONCLUSIVE]) + ".")
-    if by[NOT_SUPPORTED]:
-        out.append("NOT within 1/2 + allowance: " + "; ".join(
-            f"{item(r)} (p_j/p = {4 * r['gamma_p_j']:.3g}, gamma p_j = {r['gamma_p_j']:.3g}, "
-            f"population factor |1 - p_j/(2p)| = {r['population']:.3g})"
-            for r in by[NOT_SUPPORTED]) + ".")
-        eq = [r for r in rows if "both clusters" in r["configuration"]]
-        eq_ok = all(r["verdict"] in (HOLDS, CAVEAT) for r in eq)
-        big = all(r["population"] > 0.5 for r in by[NOT_SUPPORTED])
-        if big:
-            out.append("Every failure is a cluster whose population factor |1 - 2 gamma p_j| "
-                       "exceeds 1/2 (p_j > 3p with gamma = 1/(4p)): the proof's eq. (2) treats "
-                       "1 - 2 gamma N/(m n') as >= 0, which fails for a large cluster when gamma "
-                       "= c1/p is set by the smallest one." + (" All equal-size configurations "
-                       "hold (with the finite-sample caveat at most)." if eq_ok else ""))
-    out.append(f"First step from alpha0 = {a_min:g} (adversarial, equal sizes): "
-               f"{first['estimate']:.3g} [{first['lo']:.3g}, {first['hi']:.3g}] with a fraction "
-               f"{first_rate:.3g} of machines misclassified at t = 0 (not in the verdict: eq. "
-               "(1)'s third term allows a slower first step).")
-    return " ".join(out)
-
-
-def _t1_figure(table, steps, cfgs, numbers):
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(16, 4.8))
-    ax1, ax2, ax3 = fig.subplots(1, 3)
-    main = table[(table["alpha0"] == 0.25)]
-    colors = ["C0", "C1", "C2", "C3", "C4", "C5", "C6"]
-    for i, c in enumerate([c for c in cfgs if c.equal]):
-        sel = main[main["config"] == c.name]
-        med = sel.groupby("t")["err"].median()
-        ax1.semilogy(med.index, med.values, "o-", color=colors[i], ms=3,
-                     label=f"m={c.m}, n'={c.n_prime}, d={c.d}, sigma={c.sigma:g}")
-        floor = stationary_rms(0.25, c.sigma, c.d, c.p * c.m * c.n_prime)
-        ax1.axhline(floor, color=colors[i], ls=":", lw=1)
-    t = np.arange(0, max(c.n_iter for c in cfgs) + 1)
-    ax1.semilogy(t, 0.25 * DELTA * 0.5 ** t, "k--", lw=1, label="0.25 * 2^-t")
-    ax1.set(xlabel="iteration t", ylabel="||theta_j - theta*_j|| (median)",
-            title="equal sizes, alpha0 = 0.25 (dotted: stationary floor)")
-    ax1.legend(fontsize=7)
-    for i, c in enumerate([c for c in cfgs if not c.equal]):
-        sel = main[main["config"] == c.name]
-        for j, pj in enumerate(c.sizes):
-            med = sel[sel["cluster"] == j].groupby("t")["err"].median()
-            ls = "-" if j == int(np.argmax(c.sizes)) else "--"
-            ax2.semilogy(med.index, med.values, "o" + ls, color=colors[i], ms=3,
-                         label=f"{c.name}: p_j={pj:g}, |1-p_j/(2p)|={abs(1 - pj / (2 * c.p)):.2f}")
-    ax2.semilogy(t, 0.25 * DELTA * 0.5 ** t, "k--", lw=1, label="0.25 * 2^-t")
-    ax2.set(xlabel="iteration t", ylabel="||theta_j - theta*_j|| (median)",
-            title="unequal sizes, gamma = 1/(4 p_min), alpha0 = 0.25")
-    ax2.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
-    fac = numbers[numbers["verdict"] != "info"].reset_index(drop=True)
-    ok = fac["estimate"].notna()
-    y = np.arange(len(fac))
-    ax3.errorbar(fac.loc[ok, "estimate"], y[ok],
-                 xerr=[fac.loc[ok, "estimate"] - fac.loc[ok, "lo"],
-                       fac.loc[ok, "hi"] - fac.loc[ok, "estimate"]], fmt="o", color="C0",
-                 label="measured (95% CI)")
-    ax3.plot(fac["allowance"], y, "|", color="C3", ms=12, label="finite-sample allowance")
-    ax3.axvline(0.5, color="k", ls="--", lw=1, label="Theorem 1: 1/2")
-    ax3.set_yticks(y)
-    ax3.set_yticklabels(fac["configuration"], fontsize=6)
-    ax3.set(xlabel="contraction factor e_{t+1}/e_t (transient)", title="measured factor")
-    ax3.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
 
 
 # ------------------------------------------------------------------------------------------------
