@@ -1,8 +1,8 @@
-"""Studies A0 and RS (mixlinreg.theory.initialization): formulas, verdict rules, smoke runs."""
+"""The pieces of studies A0 and RS (mixlinreg.theory.initialization, mixlinreg.theory.restarts):
+formulas and verdict rules. The study records' smoke runs are in test_theory_a0_rs.py."""
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -11,7 +11,7 @@ import pytest
 
 from mixlinreg.baselines import oracle
 from mixlinreg.data import init_close
-from mixlinreg.theory import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, VERDICTS, run_study
+from mixlinreg.theory import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory import initialization as ini
 
 # ------------------------------------------------------------------------------ A0 geometry
@@ -93,7 +93,7 @@ def test_known_cluster_gd_matches_ifca_when_clusters_are_obvious(global_random_s
 
 def test_a0_trial_is_reproducible():
     kw = dict(k=2, trial=0, d=6, n_prime=4, n_iter=3, m_per_cluster=4, sigma=0.2, delta=1.0,
-              alphas=(0.05, 0.3), directions=ini.A0_DIRECTIONS)
+              alphas=(0.05, 0.3), directions=ini.A0_DIRECTIONS, gamma_p=0.25, success_sigmas=0.6)
     a = ini.a0_trial_rows(np.random.default_rng(5), **kw)
     b = ini.a0_trial_rows(np.random.default_rng(5), **kw)
     pd.testing.assert_frame_equal(a, b)
@@ -121,7 +121,7 @@ def _a0_case(res, plain, n=60):
         succ[(2, True, d)] = (s, n)
     for d, s in zip(ini.A0_DIRECTIONS, plain):
         succ[(2, False, d)] = (s, n)
-    return ini.a0_verdict(ini.a0_summary(_a0_rows(succ)))[0]
+    return ini.a0_verdict(ini.a0_summary(_a0_rows(succ)), target=0.9, floor=0.5)[0]
 
 
 def test_a0_verdict_rules():
@@ -136,7 +136,8 @@ def test_a0_verdict_rules():
     # too few trials to decide
     assert _a0_case((4, 4, 4), (4, 4, 4), n=4) == INCONCLUSIVE
     # the verdict reads the smallest alpha0: failures at a larger alpha0 alone do not decide it
-    v, info = ini.a0_verdict(ini.a0_summary(_a0_rows({(2, True, "random"): (60, 60)})))
+    v, info = ini.a0_verdict(ini.a0_summary(_a0_rows({(2, True, "random"): (60, 60)})),
+                             target=0.9, floor=0.5)
     assert v == HOLDS and info["alpha0"] == 0.01
 
 
@@ -172,27 +173,29 @@ def test_a0_compare_verdict_rules():
     easy = {("easy", True, d): (1000, 0, 0, 0) for d in ini.A0_DIRECTIONS}
     # equal success at both alpha0 (75%, discordant pairs in both directions): holds
     same = {**easy, **{("hard", True, d): (720, 30, 30, 220) for d in ini.A0_DIRECTIONS}}
-    v, info = ini.a0_compare_verdict(_cmp_cells(same))
+    v, info = ini.a0_compare_verdict(_cmp_cells(same), margin=0.1)
     assert v == HOLDS
     assert (info["cases"]["hi"] <= 0.1).all() and info["cases"]["informative"].all()
     # a deliberately false claim: the smallest alpha0 succeeds far less often (75% -> 50%)
     worse = dict(same)
     worse[("hard", True, "mixed")] = (480, 270, 20, 230)
-    v, info = ini.a0_compare_verdict(_cmp_cells(worse))
+    v, info = ini.a0_compare_verdict(_cmp_cells(worse), margin=0.1)
     assert v == NOT_SUPPORTED and "hard, resampled, mixed" in info["reason"]
     # the same true drop with only 20 trials: the interval straddles the margin
-    v, _ = ini.a0_compare_verdict(_cmp_cells({("hard", True, "mixed"): (10, 5, 0, 5)}))
+    v, _ = ini.a0_compare_verdict(_cmp_cells({("hard", True, "mixed"): (10, 5, 0, 5)}), margin=0.1)
     assert v == INCONCLUSIVE
     # a small but clear drop (lower bound > 0, upper bound <= 0.1) is not "materially worse"
-    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (700, 50, 10, 240)}))
+    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (700, 50, 10, 240)}),
+                                     margin=0.1)
     assert v == HOLDS and info["cases"]["lo"].iloc[0] > 0
     # nothing succeeds even at the largest alpha0: no drop could be seen, so nothing is decided
-    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (0, 0, 0, 1000)}))
+    v, info = ini.a0_compare_verdict(_cmp_cells({("hard", True, "random"): (0, 0, 0, 1000)}),
+                                     margin=0.1)
     assert v == INCONCLUSIVE and "informative" in info["reason"]
     with pytest.raises(ValueError, match="margin"):
         ini.a0_compare_verdict(_cmp_cells(same), margin=0.0)
     with pytest.raises(ValueError, match="k=4"):
-        ini.a0_compare_verdict(_cmp_cells(same), k=4)
+        ini.a0_compare_verdict(_cmp_cells(same), margin=0.1, k=4)
 
 
 def test_a0_cells_pairs_by_trial():
@@ -254,13 +257,13 @@ def test_restart_success_bad_input():
 
 
 def test_restart_curves_needed_restarts():
-    curve, need = ini.restart_curves(np.full(12, 10), 10, rng=0)
+    curve, need = ini.restart_curves(np.full(12, 10), 10, target=0.9, rng=0)
     assert need.est == need.lo == need.hi == 1
     np.testing.assert_allclose(curve["p"], 1.0)
-    curve, need = ini.restart_curves(np.zeros(12, dtype=int), 10, rng=0)
+    curve, need = ini.restart_curves(np.zeros(12, dtype=int), 10, target=0.9, rng=0)
     assert need.est == 11  # not within 10
     # s = 1 in every trial: P(r) = r / 10, first >= 0.9 at r = 9
-    curve, need = ini.restart_curves(np.ones(15, dtype=int), 10, rng=0)
+    curve, need = ini.restart_curves(np.ones(15, dtype=int), 10, target=0.9, rng=0)
     assert need.est == need.lo == need.hi == 9
     np.testing.assert_allclose(curve["p"], np.arange(1, 11) / 10)
 
@@ -280,8 +283,8 @@ def _per_init(cells):
 
 
 def _rs(cells):
-    c, _ = ini.rs_cell_stats(_per_init(cells), n_boot=500)
-    return ini.rs_verdict(c)
+    c, _ = ini.rs_cell_stats(_per_init(cells), target=0.9, n_boot=500)
+    return ini.rs_verdict(c, target=0.9, p1_substantial=0.25, min_trials=10)
 
 
 def test_rs_verdict_holds():
@@ -317,59 +320,29 @@ def test_rs_verdict_inconclusive():
 
 
 def test_rs_cell_stats_columns_and_errors():
-    c, curves = ini.rs_cell_stats(_per_init({("b", 0.5, 0.1): [3, 4, 5]}), n_boot=200)
+    c, curves = ini.rs_cell_stats(_per_init({("b", 0.5, 0.1): [3, 4, 5]}), target=0.9, n_boot=200)
     assert c.iloc[0]["p1"] == pytest.approx(0.4)
     assert c.iloc[0]["pN"] == 1.0
     assert list(curves.columns) == ["panel", "R", "sigma", "r", "p", "lo", "hi"]
     with pytest.raises(ValueError, match="missing"):
-        ini.rs_cell_stats(pd.DataFrame({"panel": ["a"]}))
+        ini.rs_cell_stats(pd.DataFrame({"panel": ["a"]}), target=0.9)
 
 
-# ------------------------------------------------------------------------------ smoke runs
+def test_rs_cell_stats_streams_are_keyed_by_cell_name():
+    """A cell's bootstrap depends on its name only: adding another cell changes nothing."""
+    from mixlinreg.theory import restarts
 
+    one = _per_init({("a", 0.5, 0.1): [1, 3, 0, 6, 2]})
+    two = _per_init({("a", 0.5, 0.1): [1, 3, 0, 6, 2], ("a", 0.25, 0.1): [0, 1, 0, 2, 0]})
+    c1, _ = ini.rs_cell_stats(one, target=0.9, n_boot=300)
+    c2, _ = ini.rs_cell_stats(two, target=0.9, n_boot=300)
+    pd.testing.assert_series_equal(c1.iloc[0], c2[c2["R"] == 0.5].iloc[0], check_names=False)
+    seen = []
 
-def _check_outputs(r, tmp_path, study_id, columns):
-    assert r.verdict in VERDICTS
-    assert (tmp_path / f"{study_id}_smoke.csv").exists()
-    assert (tmp_path / f"{study_id}_smoke.png").exists()
-    assert (tmp_path / f"{study_id}_smoke.json").exists()
-    table = pd.read_csv(tmp_path / f"{study_id}_smoke.csv")
-    assert set(columns) <= set(table.columns)
-    assert len(r.numbers) <= 16
-    json.loads((tmp_path / f"{study_id}_smoke.json").read_text())
-    return table
+    def rng(name):
+        seen.append(name)
+        return np.random.default_rng(0)
 
-
-def test_a0_smoke(tmp_path):
-    r = run_study("A0", preset="smoke", out=tmp_path, store=None)
-    table = _check_outputs(r, tmp_path, "A0", ["setting", "k", "resample", "direction", "alpha0",
-                                                "trials", "successes", "p", "lo", "hi",
-                                                "n_both", "n_ref_only", "n_this_only",
-                                                "n_neither", "diff", "diff_lo", "diff_hi",
-                                                "misclass0", "dist_med"])
-    assert set(table["direction"]) == set(ini.A0_DIRECTIONS)
-    assert set(table["k"]) == {2, 4}
-    assert set(table["setting"]) == set(ini.A0_SETTINGS)
-    assert len(table) == len(ini.A0_SETTINGS) * 2 * 2 * 3 * len(ini.A0_ALPHAS)
-    assert (table["trials"] == 3).all()
-    trials = pd.read_csv(tmp_path / "A0_smoke_trials.csv")
-    assert {"oracle_gd_over_sigma", "oracle_all_over_sigma"} <= set(trials.columns)
-    assert (tmp_path / "A0_smoke_summary.csv").exists()
-    # 3 trials cannot give a difference interval within 0.1 nor a Wilson lower bound of 0.9
-    assert r.verdict in (INCONCLUSIVE, NOT_SUPPORTED)
-
-
-def test_rs_smoke(tmp_path):
-    r = run_study("RS", preset="smoke", out=tmp_path, store=None)
-    table = _check_outputs(r, tmp_path, "RS", ["panel", "R", "sigma", "trial", "init", "ok",
-                                                "ok_text"])
-    assert set(table["panel"]) == {"a", "b"}
-    assert (tmp_path / "RS_smoke_cells.csv").exists()
-
-
-def test_rs_smoke_without_stored_rows(tmp_path, monkeypatch):
-    monkeypatch.setattr(ini, "PANEL_A_STORE", tmp_path / "absent")
-    r = run_study("RS", preset="smoke", out=tmp_path, store=None)
-    assert r.verdict == INCONCLUSIVE  # 2 computed trials per cell: context only
-    table = pd.read_csv(tmp_path / "RS_smoke.csv")
-    assert sorted(table[table["panel"] == "a"]["R"].unique()) == [0.25, 0.5, 1.0]
+    ini.rs_cell_stats(two, target=0.9, n_boot=300, rng=rng)
+    assert sorted(seen) == ["a_R=0.25_sigma=0.1", "a_R=0.5_sigma=0.1"]
+    assert ini.rs_verdict is restarts.rs_verdict  # re-exported where it used to live

@@ -1,0 +1,291 @@
+"""Study RS: "random initialization with a few restarts is sufficient" (Section 6).
+
+At the settings of Figure 2 (a) and (b) (the authors' protocol: Bernoulli initializations, three
+step sizes, success if the mean distance of the models to their nearest true parameter is below
+``0.6 sigma + plus``) it counts, per trial, how many of the ``N`` initializations succeed (with
+some step size), and from that the probability that ``r`` restarts drawn without replacement
+contain a success (:func:`mixlinreg.theory.restarts.restart_success`), per (panel, R, sigma) cell
+(:func:`~mixlinreg.theory.restarts.rs_cell_stats`), decided by
+:func:`~mixlinreg.theory.restarts.rs_verdict`.
+
+Panel (a): the runs of the Figure 2(a) experiment, asked of its store **by config** (the
+``fig2a`` config at ``params.figure2_preset``, under the root ``params.figure2_store``, through
+:meth:`mixlinreg.harness.ResultStore.find`; never a path with a hash in it); missing runs are an
+error that names the command that makes them. Panel (b): a few cells computed here with the
+harness (:func:`mixlinreg.harness.run_unit`), the paper's protocol with the validated early stop.
+Config: ``experiments/studies/RS.toml``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from ...config import Spec
+from ...harness import ResultStore, Unit, load_config, run_unit
+from ..restarts import reduce_runs, rs_cell_stats, rs_verdict
+from ..study import Study, Verdict, sensitivity_line
+
+_PRESET = Spec("str", choices=("smoke", "quick", "paper"))
+_OPEN01 = dict(low=0, high=1, open="both")
+SCHEMA = {
+    "params": {
+        "figure2_preset": _PRESET, "figure2_store": Spec("str"),
+        "panel_b_preset": _PRESET,
+        "panel_b_R": Spec("list[float]", low=0, open="low"),
+        "panel_b_sigma": Spec("list[float]", low=0),
+        "panel_b_trials": Spec("int", low=1), "panel_b_n_init": Spec("int", low=1),
+        "panel_b_early_stop": Spec("bool"), "panel_b_tol": Spec("float", low=0, open="low"),
+        "n_boot": Spec("int", low=100), "numbers_sigma_a": Spec("list[float]", low=0),
+    },
+    "margins": {
+        "target": Spec("float", **_OPEN01), "target_neighbours": Spec("list[float]", **_OPEN01),
+        "p1_substantial": Spec("float", **_OPEN01),
+        "p1_substantial_neighbours": Spec("list[float]", **_OPEN01),
+        "min_trials": Spec("int", low=1), "min_trials_neighbours": Spec("list[int]", low=1),
+        "confidence": Spec("float", **_OPEN01),
+        "confidence_neighbours": Spec("list[float]", **_OPEN01),
+    },
+}
+
+
+def figure2_store(panel, preset, root) -> ResultStore:
+    """The store of Figure 2 panel ``panel`` (``"fig2a"``) at ``preset`` under ``root`` (reading).
+
+    Found by the panel's config (its hash names the folder, as ``mixlinreg reproduce --out root``
+    makes it). Raises ``FileNotFoundError`` naming the command that makes the runs when the store
+    is absent or holds no finished unit.
+    """
+    exp = load_config(panel, preset)
+    make = f"`mixlinreg reproduce {exp.name} --preset {exp.preset} --out {root}`"
+    try:
+        store = ResultStore.find(root, exp)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"study RS reads the runs of {exp.name} from its store: {exc}") \
+            from None
+    if not store.done(warn=False):
+        raise FileNotFoundError(f"study RS: the {exp.name} store under {root} (preset "
+                                f"{exp.preset}, config hash {exp.hash()[:12]}) has no finished "
+                                f"unit: make them with {make}")
+    return store
+
+
+def _panel_b(params, seed):
+    p = params["params"]
+    exp = load_config("fig2b", p["panel_b_preset"])
+    grid = dict(exp.grid, R=list(p["panel_b_R"]), sigma=list(p["panel_b_sigma"]))
+    protocol = dict(exp.protocol, trials=p["panel_b_trials"], n_init=p["panel_b_n_init"],
+                    seed=int(seed), early_stop=p["panel_b_early_stop"], tol=p["panel_b_tol"])
+    return dataclasses.replace(exp, grid=grid, protocol=protocol)
+
+
+def units(params):
+    """Panel (a): one unit per finished unit of its store (named by the store's config hash and
+    the unit); panel (b): one unit per computed trial."""
+    p = params["params"]
+    store = figure2_store("fig2a", p["figure2_preset"], p["figure2_store"])
+    tag = store.exp.hash()[:12]
+    out = [(f"a_{tag}_{u}", {"panel": "a", "unit": u}) for u in sorted(store.done(warn=False))]
+    out += [(f"b_t{t:04d}", {"panel": "b", "trial": t}) for t in range(p["panel_b_trials"])]
+    return out
+
+
+def _seed_row(rng):
+    return pd.DataFrame({"seed": [int(rng.integers(2**31))]})
+
+
+def compute(spec, params, rng, shared):
+    p = params["params"]
+    if spec["panel"] == "a":
+        store = figure2_store("fig2a", p["figure2_preset"], p["figure2_store"])
+        return reduce_runs(store.units.read(spec["unit"]), "a",
+                           float(store.exp.protocol["success_plus"]))
+    # panel (b): the seed of the computed experiment is a shared piece (every trial needs it)
+    exp = _panel_b(params, shared("panel_b_seed", _seed_row)["seed"].iloc[0])
+    (m, n, d, k), = exp.groups()
+    rows, _ = run_unit(exp, Unit(m, n, d, k, spec["trial"], tuple(exp.cells())))
+    return reduce_runs(rows, "b", float(exp.protocol["success_plus"]))
+
+
+# ------------------------------------------------------------------------------ the verdict
+
+
+def _stats(table, params, rng, target, confidence):
+    per_init = table.assign(ok=table["ok"].astype(bool), ok_text=table["ok_text"].astype(bool))
+    return rs_cell_stats(per_init, target=target, n_boot=params["params"]["n_boot"],
+                         confidence=confidence, rng=rng)
+
+
+def _fmt_need(r):
+    n = int(r.n_init)
+
+    def f(v):
+        return f">{n}" if v > n else f"{int(v)}"
+
+    return f"{f(r.r_need)} [{f(r.r_need_lo)}, {f(r.r_need_hi)}]"
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    target, p1s, min_trials, conf = (mg["target"], mg["p1_substantial"], mg["min_trials"],
+                                     mg["confidence"])
+    exp_a = load_config("fig2a", p["figure2_preset"])
+    plus_a = float(exp_a.protocol["success_plus"])
+    plus_b = float(load_config("fig2b", p["panel_b_preset"]).protocol["success_plus"])
+    if plus_a != plus_b:
+        raise ValueError(f"study RS: panel (a) rows use success_plus = {plus_a}, panel (b) "
+                         f"{plus_b}: the summary assumes one rule")
+    cells, curves = _stats(table, params, rng, target, conf)
+    verdict, info = rs_verdict(cells, target=target, p1_substantial=p1s, min_trials=min_trials)
+    c = info["cells"]
+    n_init = int(c["n_init"].max())
+    n_txt = f"{int(c['n_init'].min())}-{n_init}" if c["n_init"].nunique() > 1 else f"{n_init}"
+
+    show = c[(c["panel"] != "a") | c["sigma"].isin(p["numbers_sigma_a"])]
+    numbers = pd.DataFrame({
+        "panel": show["panel"], "R": show["R"], "sigma": show["sigma"], "trials": show["trials"],
+        "P(1 init)": [f"{r.p1:.2f} [{r.p1_lo:.2f}, {r.p1_hi:.2f}]" for r in show.itertuples()],
+        "inits": show["n_init"],
+        "P(all inits)": [f"{r.pN:.2f} [{r.pN_lo:.2f}, {r.pN_hi:.2f}]" for r in show.itertuples()],
+        f"restarts for {target:g}": [_fmt_need(r) for r in show.itertuples()],
+        "evidence": np.where(show["evidence"], "yes", "context"),
+    }).reset_index(drop=True)
+
+    ev = c[c["evidence"]]
+    held = ev[ev["holds"]]
+    parts = [f"panel {panel}, sigma = {sigma:g}: " + (f"R >= {r_star:g}" if r_star is not None
+                                                       else "no R")
+             for (panel, sigma), r_star in sorted(info["r_star"].items())]
+    worst_need = held.loc[held["r_need"].idxmax()] if len(held) else None
+    ctx_cells = c[~c["evidence"]]
+    a, b = c[c["panel"] == "a"], c[c["panel"] == "b"]
+    text_note = ""
+    if "pN_text" in c.columns and len(held):
+        pos = held[held["sigma"] > 0]
+        if len(pos):
+            text_note = (f" Under the paper's text rule (matched distance <= 0.6 sigma) the "
+                         f"all-restart success at those cells with sigma > 0 is at least "
+                         f"{pos['pN_text'].min():.2f}.")
+    pct = f"{100 * conf:g}%"
+    summary_text = (
+        f"An initialization (theta_j^(0) ~ Bernoulli(0.5)^d) succeeds if one of the step sizes "
+        f"gives mean distance to the nearest true parameter < 0.6 sigma + {plus_a:g} (the authors' "
+        f"rule of Figure 2 a, b); with s of N = {n_txt} initializations successful in a trial, r "
+        f"restarts succeed with probability 1 - C(N - s, r)/C(N, r), averaged over trials "
+        f"(bootstrap over trials, {pct}). Panel (a): the {exp_a.name} store, {exp_a.preset} "
+        f"preset (config hash {exp_a.hash()[:12]}), {a['trials'].max() if len(a) else 0} trials x "
+        f"{len(a)} cells; panel (b): {b['trials'].max() if len(b) else 0} computed trials at R in "
+        f"{sorted(b['R'].unique().tolist())}, sigma in {sorted(b['sigma'].unique().tolist())}. "
+        f"Rule: evidence cells have >= {min_trials} trials; a cell holds if all N restarts give "
+        f">= {target:g} and the restarts needed for {target:g} have an upper bound <= N; not "
+        f"supported if a cell with single-init success >= {p1s:g} stays below "
+        f"{target:g} (Wilson upper bound) with all restarts. "
+        + (f"{len(held)} of {len(ev)} evidence cells hold. " if len(ev) else "")
+        + (f"The most restarts needed where it holds: {_fmt_need(worst_need)} (panel "
+           f"{worst_need.panel}, R = {worst_need.R:g}, sigma = {worst_need.sigma:g}, single-init "
+           f"success {worst_need.p1:.2f}). " if worst_need is not None else "")
+        + ("Where it holds: " + "; ".join(parts) + ". " if parts else "")
+        + f"{info['reason'][0].upper()}{info['reason'][1:]}." + text_note
+        + (f" Context cells (< {min_trials} trials): "
+           + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}: P(1) = {r.p1:.2f}, "
+                       f"P({r.n_init}) = {r.pN:.2f}, restarts for {target:g}: {_fmt_need(r)} "
+                       f"({r.trials} trials)" for r in ctx_cells.itertuples())
+           + "." if 0 < len(ctx_cells) <= 6 else
+           f" {len(ctx_cells)} cells have < {min_trials} trials (context only)."
+           if len(ctx_cells) else ""))
+    pa = exp_a.protocol
+    caveats = [
+        f"A restart is one Bernoulli initialization with the paper's {len(pa['steps'])} step sizes "
+        f"swept; {pa['n_init']} restarts are {pa['n_init'] * len(pa['steps'])} runs, as in the "
+        f"paper's protocol.",
+        "The authors' rule counts two models on the same true parameter as success (nearest, not "
+        f"matched, distance); at sigma = 0 its threshold is {plus_a:g}.",
+        "Restarts are drawn without replacement from the initializations actually run in each "
+        "trial, so r = N is the paper's per-trial success and r < N is interpolated.",
+        "Trials whose initializations all fail cap the restart curve below 1: more restarts of the "
+        "same kind would not fix those data draws at small R.",
+        f"Panel (a) rows come from the {exp_a.name} store of the {exp_a.preset} preset (seed "
+        f"{pa['seed']} of its config, {pa['n_iter']} iterations, "
+        f"{'early stop' if pa['early_stop'] else 'no early stop'}); they do not change with "
+        f"--seed.",
+        "Panel (b) uses "
+        + (f"the validated early stop (tol = {p['panel_b_tol']:g})" if p["panel_b_early_stop"]
+           else "no early stop")
+        + f" and the fig2b {p['panel_b_preset']} preset's sizes, with a seed drawn from the "
+        f"study's named stream; its trials are few, see the trial counts.",
+        f"The thresholds (target {target:g}, substantial single-init success {p1s:g}, "
+        f"{min_trials} trials for evidence) are this study's choices, not the paper's; the "
+        f"sensitivity lines give the verdict at their neighbours.",
+    ]
+
+    def at(t=target, s=p1s, mt=min_trials, cf=conf):  # the same runs, one threshold moved
+        cc = cells if (t, cf) == (target, conf) else _stats(table, params, rng, t, cf)[0]
+        return rs_verdict(cc, target=t, p1_substantial=s, min_trials=mt)[0]
+
+    sens = [
+        sensitivity_line("restart success target", target, lambda v: at(t=v),
+                         mg["target_neighbours"]),
+        sensitivity_line("substantial single-init success", p1s, lambda v: at(s=v),
+                         mg["p1_substantial_neighbours"]),
+        sensitivity_line("trials for an evidence cell", min_trials, lambda v: at(mt=int(v)),
+                         mg["min_trials_neighbours"]),
+        sensitivity_line("confidence of the intervals", conf, lambda v: at(cf=v),
+                         mg["confidence_neighbours"]),
+    ]
+    return Verdict(verdict, numbers, summary_text, caveats=caveats, sensitivity=sens,
+                   tables={"_cells.csv": c, "_curves.csv": curves})
+
+
+def figure(table, verdict, params):
+    import matplotlib as mpl
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    target = params["margins"]["target"]
+    curves, cells = verdict.tables["_curves.csv"], verdict.tables["_cells.csv"]
+    panels = sorted(curves["panel"].unique())
+    fig = Figure(figsize=(6 * len(panels), 4.4))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    Rs = sorted(curves["R"].unique())
+    cmap = mpl.colormaps["viridis"]
+    color = {R: cmap(i / max(1, len(Rs) - 1) * 0.9) for i, R in enumerate(Rs)}
+    styles = ["-", "--", "-.", ":"]
+    sig_all = sorted(curves["sigma"].unique())
+    for ax, panel in zip(axes, panels):
+        cp = curves[curves["panel"] == panel]
+        for (R, sigma), g in cp.groupby(["R", "sigma"]):
+            g = g.sort_values("r")
+            ax.plot(g["r"], g["p"], styles[sig_all.index(sigma) % 4], color=color[R], marker="o",
+                    ms=3)
+            ax.fill_between(g["r"], g["lo"], g["hi"], color=color[R], alpha=0.08, lw=0)
+        handles = [Line2D([], [], color=color[R], marker="o", ms=3, label=f"R = {R:g}")
+                   for R in sorted(cp["R"].unique())]
+        handles += [Line2D([], [], color="0.3", ls=styles[sig_all.index(sg) % 4],
+                           label=f"sigma = {sg:g}") for sg in sorted(cp["sigma"].unique())]
+        ntr = cells[cells["panel"] == panel]["trials"]
+        handles.append(Line2D([], [], ls="", label=f"{ntr.min()}-{ntr.max()} trials per cell"
+                              if ntr.min() != ntr.max() else f"{ntr.min()} trials per cell"))
+        ax.axhline(target, ls="--", color="0.4", lw=1)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("restarts r (Bernoulli initializations, step size swept)")
+        ax.set_ylabel("P(some restart succeeds), authors' rule")
+        ax.set_title(f"Figure 2({panel}) settings (Figure 3({panel}) of the long version)")
+        ax.grid(alpha=0.3)
+        ax.legend(handles=handles, fontsize=7, loc="lower right")
+    fig.suptitle(f"RS: success within r restarts (mean over trials, bootstrap "
+                 f"{100 * params['margins']['confidence']:g}% bands)")
+    return fig
+
+
+STUDY = Study(
+    id="RS",
+    title="Section 6: random initialization with a few restarts",
+    claim=("For linear models, random initialization with a few restarts is sufficient to "
+           "ensure convergence of IFCA."),
+    location=("Section 6, first paragraph (experiments of Section 6.1, Figure 3), abstract, "
+              "Section 1 and Section 7 of the long version (Algorithm 2 there); Section 6, first "
+              "paragraph (Section 6.1, Figure 2), abstract and Section 1 of the NeurIPS version "
+              "(Algorithm 1 there)"),
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
