@@ -1,0 +1,53 @@
+"""The committed ``paper_checks.md`` is exactly what its own command writes from the committed records.
+
+Fast: nothing is computed, the report is remade from the JSON records in ``figures/checks`` (copied to
+a temporary tree, so the repository is never written) and compared byte for byte.
+"""
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+from mixlinreg.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "paper_checks.md"
+
+
+def _command():
+    """The command the committed report names in its header, as CLI arguments."""
+    m = re.search(r"by `mixlinreg (check --report-only [^`]*)`", REPORT.read_text())
+    assert m, "paper_checks.md does not name the command that remakes it"
+    return shlex.split(m.group(1))
+
+
+def test_committed_report_is_exactly_its_records(tmp_path, monkeypatch):
+    args = _command()
+    out = Path(args[args.index("--out") + 1])
+    name = args[args.index("--write") + 1]
+    assert not out.is_absolute() and "/" not in name
+    (tmp_path / out).mkdir(parents=True)
+    records = sorted((ROOT / out).glob("*.json"))
+    assert records, f"no records in {out}"
+    for rec in records:
+        shutil.copy(rec, tmp_path / out / rec.name)
+    monkeypatch.chdir(tmp_path)  # the records name their tables and figures relative to the root
+    assert main(args) == 0
+    remade = (tmp_path / name).read_text()
+    committed = REPORT.read_text()
+    assert remade == committed, (
+        "paper_checks.md differs from what its records give; remake it with `mixlinreg "
+        + " ".join(args) + "` and commit it with the records")
+
+
+def test_report_has_no_clock(tmp_path, monkeypatch):
+    """Two renders of the same records are the same text, and the header carries no date."""
+    import mixlinreg.theory.report as report
+
+    results = report.load_results(ROOT / "figures" / "checks", preset="full")
+    monkeypatch.chdir(ROOT)
+    first = report.render(results, Path("."))
+    assert report.render(results, Path(".")) == first
+    header = first.split("\n## ", 1)[0]
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b|\bUTC\b", header)
