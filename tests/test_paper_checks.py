@@ -51,3 +51,49 @@ def test_report_has_no_clock(tmp_path, monkeypatch):
     assert report.render(results, Path(".")) == first
     header = first.split("\n## ", 1)[0]
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b|\bUTC\b", header)
+
+
+def test_every_location_names_both_versions():
+    """Each study's location cites the long and the NeurIPS version; the synthetic figure by both
+    numbers (Figure 3 of the long version, Figure 2 of the NeurIPS version)."""
+    from mixlinreg.theory import STUDIES, location
+
+    for sid in STUDIES:
+        loc = location(sid)
+        assert "long version" in loc and "NeurIPS" in loc, (sid, loc)
+        if re.search(r"Figure [23]", loc):
+            assert re.search(r"Figure 3\S* of the long version", loc), (sid, loc)
+            assert re.search(r"Figure 2\S* of the NeurIPS version", loc), (sid, loc)
+    for sid in ("F2a", "F2b", "F2c", "F2d", "RS", "D1"):
+        assert "Figure 3" in location(sid) and "Figure 2" in location(sid), sid
+
+
+def test_committed_records_cite_the_current_locations():
+    """The records' locations are the studies' (refreshed by report.refresh_locations)."""
+    import json
+
+    from mixlinreg.theory import STUDIES, location
+
+    for path in sorted((ROOT / "figures" / "checks").glob("*.json")):
+        sid = path.stem.rsplit("_", 1)[0]
+        if sid in STUDIES:
+            assert json.loads(path.read_text())["location"] == location(sid), path.name
+
+
+def test_refresh_locations_changes_only_the_location(tmp_path):
+    import json
+
+    from mixlinreg.theory import location
+    from mixlinreg.theory.report import refresh_locations
+
+    src = ROOT / "figures" / "checks" / "C1_full.json"
+    d = json.loads(src.read_text())
+    d["location"] = "Corollary 1, somewhere"
+    (tmp_path / "C1_full.json").write_text(json.dumps(d, indent=1))
+    (tmp_path / "notes.json").write_text("{}")  # not a record: left alone
+    assert refresh_locations(tmp_path) == [tmp_path / "C1_full.json"]
+    back = json.loads((tmp_path / "C1_full.json").read_text())
+    assert back["location"] == location("C1")
+    assert {k: v for k, v in back.items() if k != "location"} == {
+        k: v for k, v in d.items() if k != "location"}
+    assert refresh_locations(tmp_path) == []  # idempotent

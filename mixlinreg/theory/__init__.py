@@ -36,6 +36,43 @@ STUDIES = {
 }
 
 
+# Where the paper states each claim, in both versions: the long (arXiv) version and the conference
+# (NeurIPS 2020) version, whose numbering differs (the synthetic figure is Figure 3 of the long
+# version, Figure 2 of the NeurIPS version). These are the studies not yet records; a record
+# (mixlinreg/theory/studies/<id>.py) holds its own location. See location().
+LOCATIONS = {
+    "L1": ("Lemma 1 in Appendix A of the long version (the proof of Theorem 1; the lemma's own "
+           "proof in Appendix A.1), used for Theorem 1, Section 5.1; the NeurIPS version's main "
+           "text has no Lemma 1 (its appendix, in the supplementary material, is not in the copy "
+           "checked): its Theorem 1 (Section 5.1) carries the same misclassification term with "
+           "alpha fixed, c3 exp(-c4 (rho/(rho+1))^2 n')"),
+    "C1": ("Corollary 1, Section 5.1 of the long version (and the discussion after it; proof in "
+           "Appendix B); Corollary 1, Section 5.1 of the NeurIPS version, stated there from models "
+           "within Delta/4, with T = log(Delta/(4 eps)) (no '2 +')"),
+    "C2": ("Corollary 2, Section 5.2 of the long version (proof in Appendix D; the rate "
+           "O~(1/sqrt(mn) + 1/n) in the discussion after it); Theorem 2, Section 5.2 of the NeurIPS "
+           "version (proof in its Appendix B), with T = (8L/(p lambda)) log(Delta/(2 eps)) and the "
+           "same rate in the discussion after it"),
+    "D1": ("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "
+           "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
+           "that figure"),
+}
+
+
+def location(study_id) -> str:
+    """Where the paper states study ``study_id``'s claim, in both versions.
+
+    >>> "Figure 3(a) of the long version" in location("F2a")
+    True
+    """
+    (study_id,) = _check_ids([study_id])
+    from . import studies
+
+    if studies.ported(study_id):
+        return studies.get(study_id).location
+    return LOCATIONS[study_id]
+
+
 def _check_ids(ids):
     ids = list(STUDIES) if not ids else list(ids)
     bad = [i for i in ids if i not in STUDIES]
@@ -87,5 +124,5 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
 
 from .report import load_results, write_report  # noqa: E402
 
-__all__ = ["STUDIES", "run_study", "write_report", "load_results", "StudyResult", "Context",
+__all__ = ["STUDIES", "LOCATIONS", "location", "run_study", "write_report", "load_results", "StudyResult", "Context",
            "combine", "HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "VERDICTS", "PRESETS"]

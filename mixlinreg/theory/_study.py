@@ -67,7 +67,7 @@ class StudyResult:
     claim : str
         The claim in one sentence.
     location : str
-        Where in the paper (long version unless said otherwise).
+        Where in the paper, in both versions (long and NeurIPS) where their numbering differs.
     verdict : str
         One of :data:`VERDICTS`.
     summary : str
@@ -271,6 +271,10 @@ class Context:
         kw.setdefault("seconds", round(self.elapsed(), 1))
         kw.setdefault("units_computed", self.units_computed)
         kw.setdefault("units_resumed", self.units_resumed)
+        if "location" not in kw:  # the registry's (mixlinreg.theory.location), both versions
+            from . import location
+
+            kw["location"] = location(self.study_id)
         kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
                       + (f" --seed {self.seed}" if self.seed else "")
                       + ("" if self.out == Path("results/checks") else f" --out {self.out}"))

@@ -653,6 +653,5 @@ def run_c2(ctx: Context):
                "1/L, every ||theta_hat_j - theta*_j|| <= eps with eps = O~(1/sqrt(m n) + 1/n) in m "
                "and n "
                "(n and n' equal up to logs)."),
-        location="Corollary 2, Section 5.2 (proof in Appendix D)",
         verdict=verdict, summary=summary, numbers=numbers, caveats=caveats,
         table=table_path, figure=fig_path)

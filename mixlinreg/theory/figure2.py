@@ -906,6 +906,5 @@ def run_d1(ctx):
         claim=("The text of Section 6.1 and the authors' code describe the same experiment: the "
                "scaling of theta*, the distance and the success threshold do not change the "
                "success probabilities of Figure 2."),
-        location="Section 6.1 (text) against the authors' public code for Figure 2",
         verdict=verdict, summary=summary, numbers=numbers, caveats=caveats, table=table,
         figure=figure)

@@ -1060,5 +1060,4 @@ def run_l1(ctx: Context):
         claim=("If every model is within (1/2 - alpha) Delta of its truth, a machine of cluster j is "
                "put in cluster j' with probability <= c1 exp(-c2 n' (alpha rho/(rho+1))^2), "
                "rho = Delta^2/sigma^2."),
-        location="Lemma 1, Appendix A (proof in A.1) of the long version; used in Theorem 1, Section 5.1",
         verdict=verdict, summary=summary, numbers=numbers, caveats=caveats, table=tbl, figure=fig)

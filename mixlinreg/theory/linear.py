@@ -683,7 +683,6 @@ def run_c1(ctx: Context):
                             "iterations every ||theta_j - theta*_j|| <= eps = c6 (sigma/p) "
                             "sqrt(d/(m n')) + c7 exp(-c8 (rho/(rho+1))^2 n'), near the "
                             "known-cluster rate sigma sqrt(d/(p m n' log(Delta/(4 eps)))).",
-                      location="Corollary 1, Section 5.1 (and the discussion after it)",
                       verdict=verdict, summary=summary, numbers=numbers, caveats=caveats,
                       table=table_path, figure=fig_path)
 

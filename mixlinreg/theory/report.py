@@ -105,8 +105,11 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
         f"alone (no date or clock in it: the records' history is the git history of "
         f"`{records}/`), and the test suite checks that this file is exactly what the command "
         "above writes from them. Paper: Ghosh, Chung, Yin, Ramchandran, "
-        "*An Efficient Framework for Clustered Federated Learning*, long (arXiv) version; "
-        "locations below refer to it.",
+        "*An Efficient Framework for Clustered Federated Learning*, in two versions whose "
+        "numbering differs: the long (arXiv) version and the conference (NeurIPS 2020) version. "
+        "Each location below names both where they differ; the synthetic figure is **Figure 3 of "
+        "the long version (Figure 2 in the NeurIPS version)**, and the IDs F2a-F2d, the titles "
+        "that say \"Figure 2\" and the command names fig2a ... fig2d use the NeurIPS number.",
         "",
         "Verdicts: **holds** (the measurement is inside the claim with its interval), **holds with a "
         "caveat** (it holds, with a qualification stated below it), **not supported** (the "
@@ -154,6 +157,32 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
             out += [f"- {c}" for c in r.caveats]
             out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def refresh_locations(out="figures/checks") -> list:
+    """Rewrite the ``location`` of every record in ``out`` to the study's current one.
+
+    A location is where the paper states the claim (:func:`mixlinreg.theory.location`), not a
+    measurement: when it is corrected, the records keep their numbers and take the new location.
+    Only that field changes (the rest of each JSON file is written back as it was read). Returns
+    the paths rewritten.
+    """
+    import json
+
+    from . import STUDIES, location
+    from ..harness.store import _atomic_write_text
+
+    changed = []
+    for path in sorted(Path(out).glob("*.json")):
+        sid = path.stem.rsplit("_", 1)[0]
+        if sid not in STUDIES:
+            continue
+        d = json.loads(path.read_text())
+        if d.get("location") != location(sid):
+            d["location"] = location(sid)
+            _atomic_write_text(path, json.dumps(d, indent=1))
+            changed.append(path)
+    return changed
 
 
 def write_report(path="paper_checks.md", out="figures/checks", preset="full", ids=None) -> Path:

@@ -284,8 +284,8 @@ STUDY = Study(
     title="Section 6: random initialization with a few restarts",
     claim=("For linear models, random initialization with a few restarts is sufficient to "
            "ensure convergence of IFCA."),
-    location=("Section 6, first paragraph (experiments of Section 6.1, Figure 3), abstract, "
-              "Section 1 and Section 7 of the long version (Algorithm 2 there); Section 6, first "
-              "paragraph (Section 6.1, Figure 2), abstract and Section 1 of the NeurIPS version "
-              "(Algorithm 1 there)"),
+    location=("Section 6, first paragraph, of both versions (the experiments of Section 6.1: "
+              "Figure 3 of the long version, Figure 2 of the NeurIPS version), and the abstract "
+              "and Section 1 of both, Section 7 of the long version; IFCA is Algorithm 2 of the "
+              "long version, Algorithm 1 of the NeurIPS version"),
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)

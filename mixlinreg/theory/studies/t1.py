@@ -688,5 +688,6 @@ STUDY = Study(
            "resampled IFCA step gives ||theta_j^+ - theta*_j|| <= (1/2)||theta_j - theta*_j|| + "
            "c2 (sigma/p) sqrt(d/(m n')) + c3 exp(-c4 (alpha rho/(rho+1))^2 n') for all j."),
     location=("Theorem 1, Section 5.1, eq. (1) of the long version (proof in Appendix A, eq. (2)); "
-              "Theorem 1, Section 5.1 of the NeurIPS version (proof in Appendix A)"),
+              "Theorem 1, Section 5.1 of the NeurIPS version (proof in Appendix A), stated there "
+              "for models within Delta/4, without alpha"),
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
