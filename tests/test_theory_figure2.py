@@ -1,5 +1,6 @@
-"""Studies F2a-F2d (Figure 2 trends) and D1 (text vs code conventions): verdict logic on known
-inputs, exactness of the formulas against independent computations, and one smoke run each."""
+"""Studies F2a-F2d (Figure 2 trends) and the reproducibility note D1 (text vs code conventions):
+verdict and outcome logic on known inputs, exactness of the formulas against independent
+computations, D1's note remade from its committed tables, and one smoke run each."""
 
 import itertools
 
@@ -11,8 +12,12 @@ import pytest
 
 from mixlinreg.stats import paired_difference
 from mixlinreg.theory import VERDICTS, run_study
+from mixlinreg.theory import d1
 from mixlinreg.theory import figure2 as f2
-from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from mixlinreg.theory._study import (CAVEAT, DIFFER, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, NOTE,
+                                     NOTE_OUTCOMES, SAME, UNDETERMINED)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _counts(succ, trials, levels=(0.1, 0.25, 0.5, 0.75, 1.0), strata=(0.1, 0.2)):
@@ -106,17 +111,100 @@ def test_trend_test_rejects_bad_counts():
 # ----------------------------------------------------------------------------- paired moves
 
 
-def test_move_verdict_rules():
-    assert f2.move_verdict(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]})) == HOLDS
-    # a convention that moves success at one point by more than its interval: not supported
-    assert f2.move_verdict(pd.DataFrame({"lo": [-0.1, 0.2], "hi": [0.1, 0.8]})) == NOT_SUPPORTED
-    assert f2.move_verdict(pd.DataFrame({"lo": [-0.5], "hi": [0.4]})) == INCONCLUSIVE
+def test_move_outcome_rules():
+    m = f2.MOVE_MARGIN
+    assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]}), m) == SAME
+    # a convention that moves success at one point by more than its interval: results differ
+    assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, 0.2], "hi": [0.1, 0.8]}), m) == DIFFER
+    assert d1.move_outcome(pd.DataFrame({"lo": [-0.5], "hi": [0.4]}), m) == UNDETERMINED
     # identical conventions on real-looking data: intervals narrow enough with many trials
     x = np.r_[np.ones(150, bool), np.zeros(150, bool)]
     r = paired_difference(x, x, confidence=0.95)
-    assert f2.move_verdict(pd.DataFrame([r])) == HOLDS
+    assert d1.move_outcome(pd.DataFrame([r]), m) == SAME
     with pytest.raises(ValueError, match="margin"):
-        f2.move_verdict(pd.DataFrame([r]), margin=-1)
+        d1.move_outcome(pd.DataFrame([r]), margin=-1)
+
+
+def _moves(family, panel, sigmas, lo, hi, trials=40, first="nearest_code", second="nearest_text",
+           p_second=0.5):
+    """A hand-made moves table: one row per sigma, simultaneous intervals at 95% family-wise."""
+    G = len(sigmas)
+    rows = []
+    for s, a, b in zip(sigmas, lo, hi):
+        rows.append(dict(family=family, panel=panel, source="hand-made", first=first,
+                         second=second, R=0.5, sigma=s, trials=trials, p_first=0.5,
+                         p_second=0.0 if s == 0 else p_second, diff=(a + b) / 2, lo=a, hi=b,
+                         confidence=1 - 0.05 / G, only_first=0, only_second=0,
+                         moved=bool(a > 0 or b < 0)))
+    return pd.DataFrame(rows)
+
+
+def _seps():
+    return pd.DataFrame(dict(trial=[0, 0], R=[1.0, 1.0], d=[1000, 1000],
+                             theta_scale=["code", "norm"], delta=[22.4, 1.0],
+                             rms_exact=[22.36, 1.0]))
+
+
+def test_d1_note_decides_on_sigma_above_zero_and_reports_zero_apart():
+    # the text's threshold moves every sigma = 0 point (dist <= 0 never holds) and none above
+    moves = _moves("threshold", "a", [0.0, 0.0, 0.1, 0.2, 0.4], [0.7, 0.7, -0.1, -0.1, -0.1],
+                   [1.0, 1.0, 0.1, 0.1, 0.1])
+    outcome, numbers, summary, caveats = d1.d1_note(moves, _seps(), margin=0.2,
+                                                    run_caveats=["Cross-check: x"])
+    assert outcome == SAME  # decided on sigma > 0, where no point moved
+    pos = numbers[numbers["sigma"].str.startswith(">")].iloc[0]
+    zero = numbers[numbers["sigma"] == "0"].iloc[0]
+    assert (pos["moved"], pos["grid points"], pos["outcome"]) == (0, 3, SAME)
+    assert pos["sigma"] == "> 0 (0.1, 0.2, 0.4)"
+    assert (zero["moved"], zero["grid points"], zero["outcome"]) == (2, 2, DIFFER)
+    assert "At sigma = 0, reported apart" in summary
+    assert "succeeded in 0 of their 80 trials" in summary  # the text arm at sigma = 0
+    assert caveats[-1] == "Cross-check: x"
+    # a move above zero decides it
+    moved = _moves("theta_scale", "a", [0.1], [0.3], [0.9], first="authors_code",
+                   second="authors_norm")
+    outcome, numbers, summary, _ = d1.d1_note(pd.concat([moves, moved]), _seps(), margin=0.2)
+    assert outcome == DIFFER and "by theta_scale (a)" in summary
+
+
+def test_d1_sigma_strata_fill_panels_that_fix_sigma():
+    moves = pd.concat([_moves("rule", "a", [0.0, 0.1], [-0.1, -0.1], [0.1, 0.1]),
+                       _moves("rule", "c", [np.nan], [-0.5], [0.5])], ignore_index=True)
+    assert d1.sigma_strata(moves).tolist() == ["0", "> 0", "unknown"]
+    assert d1.sigma_strata(moves, {"c": 0.1}).tolist() == ["0", "> 0", "> 0"]
+    _, numbers, summary, _ = d1.d1_note(moves, _seps(), margin=0.2)
+    assert "unknown" in set(numbers["sigma"]) and "Sigma unknown" in summary
+
+
+def test_d1_committed_record_is_its_tables_analysis():
+    """The committed D1 record is exactly what its analysis makes of its committed tables."""
+    out = ROOT / "figures" / "checks"
+    r = d1.rebuild_d1(out, "full")
+    assert r.to_json() == (out / "D1_full.json").read_text()
+    assert r.kind == NOTE and r.verdict in NOTE_OUTCOMES and r.verdict not in VERDICTS
+    num = r.numbers.set_index(["comparison", "panel", "sigma"])
+    # the audit's count: the threshold moves no point at sigma > 0 ...
+    pos = num.loc[("threshold", "a", "> 0 (0.1, 0.2, 0.4)")]
+    assert (pos["moved"], pos["grid points"]) == (0, 15)
+    # ... and every point at sigma = 0, where dist <= 0 cannot hold
+    zero = num.loc[("threshold", "a", "0")]
+    assert (zero["moved"], zero["grid points"]) == (5, 5)
+    assert set(r.numbers.loc[r.numbers["panel"].isin(["c", "d"]), "sigma"]) == {"> 0 (0.1)"}
+
+
+def test_rebuild_d1_is_idempotent_and_keeps_the_run(tmp_path):
+    import shutil
+
+    src = ROOT / "figures" / "checks"
+    for name in ("D1_full.json", "D1_full.csv", "D1_full_separation.csv"):
+        shutil.copy(src / name, tmp_path / name)
+    before = d1.StudyResult.from_json((tmp_path / "D1_full.json").read_text())
+    first = d1.rebuild_d1(tmp_path, "full", write=True)
+    assert d1.rebuild_d1(tmp_path, "full").to_json() == first.to_json()
+    for key in ("command", "seed", "seconds", "table", "figure", "units_resumed"):
+        assert getattr(first, key) == getattr(before, key)
+    assert any(c.startswith("Cross-check:") for c in first.caveats)  # the run's caveats stay
+    assert d1.main(["--out", str(tmp_path)]) == 0
 
 
 # ----------------------------------------------------------------------------- separations
@@ -210,10 +298,13 @@ def test_f2_without_runs_is_inconclusive_and_says_how_to_make_them(tmp_path):
 
 def test_d1_smoke(tmp_path):
     r = run_study("D1", preset="smoke", out=tmp_path, store=None)
-    assert r.verdict in VERDICTS
+    assert r.kind == NOTE and r.verdict in NOTE_OUTCOMES  # a note, not a paper-claim verdict
     for suffix in (".csv", ".png", "_trials.csv", "_separation.csv"):
         assert (tmp_path / f"D1_smoke{suffix}").exists()
     table = pd.read_csv(tmp_path / "D1_smoke.csv")
     assert {"family", "panel", "R", "trials", "diff", "lo", "hi", "moved"} <= set(table.columns)
     assert {"theta_scale", "experiment"} <= set(table["family"])
-    assert len(r.numbers) <= 15
+    assert set(table["panel"]) == set(table.dropna(subset=["sigma"])["panel"])  # sigma recorded
+    assert len(r.numbers) <= 2 * len(d1.FAMILIES) * 4  # comparison x panel x sigma stratum
+    # the record is its tables' analysis: remade from them alone, it is the same record
+    assert d1.rebuild_d1(tmp_path, "smoke").to_json() == (tmp_path / "D1_smoke.json").read_text()

@@ -320,3 +320,50 @@ def test_large_tables_are_gzipped_and_read_back(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(pd.read_csv(big), df)
     first = big.read_bytes()
     assert ctx.write_table(df).read_bytes() == first  # reproducible bytes (no timestamp)
+
+
+def test_a_note_has_its_own_outcomes(tmp_path):
+    from mixlinreg.theory._study import DIFFER, NOTE, SAME, UNDETERMINED, combine_outcomes
+
+    kw = dict(id="D1", title="t", claim="q?", location="l", summary="s", numbers=pd.DataFrame())
+    r = StudyResult(verdict=DIFFER, kind=NOTE, **kw)
+    back = StudyResult.from_json(r.to_json())
+    assert (back.kind, back.verdict) == (NOTE, DIFFER)
+    with pytest.raises(ValueError, match="a note's outcome must be one of"):
+        StudyResult(verdict=HOLDS, kind=NOTE, **kw)  # a note is never a paper-claim verdict
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        StudyResult(verdict=SAME, **kw)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        StudyResult(verdict=HOLDS, kind="remark", **kw)
+    d = json.loads(StudyResult(verdict=HOLDS, **kw).to_json())
+    del d["kind"]  # records written before notes existed are claims
+    assert StudyResult.from_json(json.dumps(d)).kind == "claim"
+    assert combine_outcomes([SAME, UNDETERMINED]) == UNDETERMINED
+    assert combine_outcomes([SAME, DIFFER, UNDETERMINED]) == DIFFER
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        combine_outcomes([HOLDS])
+
+
+def test_report_keeps_notes_apart_from_the_verdicts(tmp_path):
+    from mixlinreg.theory._study import DIFFER, NOTE
+
+    out = tmp_path / "checks"
+    for sid, verdict in [("L1", HOLDS), ("T1", NOT_SUPPORTED)]:
+        (out / f"{sid}_full.json").parent.mkdir(parents=True, exist_ok=True)
+        (out / f"{sid}_full.json").write_text(_fake(Context(sid, preset="full", out=out),
+                                                    verdict).to_json())
+    note = _fake(Context("D1", preset="full", out=out), HOLDS)
+    note.kind, note.verdict = NOTE, DIFFER
+    (out / "D1_full.json").write_text(note.to_json())
+    text = write_report(tmp_path / "paper_checks.md", out, preset="full", ids=["L1", "T1", "D1"]
+                        ).read_text()
+    assert "2 claims of the paper: 1 hold, 0 hold with a caveat, 1 not supported, 0 inconclusive." \
+        in text
+    assert "1 reproducibility note, not a claim of the paper and not counted among the verdicts: " \
+        "D1 (results differ)." in text
+    claims, notes = text.split("| ID | note | outcome | preset | seconds |")
+    assert "| [D1](#d1) |" not in claims.split("## L1")[0]  # not in the verdict table
+    assert "| [D1](#d1) |" in notes and "## Reproducibility notes" in notes
+    section = notes.split("### D1", 1)[1]
+    assert "*Question* (" in section and "*Outcome*: **results differ**" in section
+    assert "*Verdict*" not in section

@@ -30,6 +30,15 @@ from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
+# A record is a claim of the paper (with a verdict) or a reproducibility note: a comparison that is
+# not a claim of the paper (the text against the authors' code, say), with its own outcomes.
+CLAIM, NOTE = "claim", "note"
+KINDS = (CLAIM, NOTE)
+SAME = "same results"  # every paired interval inside the stated margin
+DIFFER = "results differ"  # some paired interval excludes no change
+UNDETERMINED = "undetermined"  # neither: too few trials to tell
+NOTE_OUTCOMES = (SAME, DIFFER, UNDETERMINED)
+
 PRESETS = ("smoke", "quick", "full", "paper")  # "full": the records made before presets were named alike
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
 
@@ -54,6 +63,26 @@ def combine(verdicts):
     return HOLDS
 
 
+def combine_outcomes(outcomes):
+    """The outcome of a reproducibility note from its parts: differ > undetermined > same.
+
+    >>> combine_outcomes(["same results", "undetermined"])
+    'undetermined'
+    >>> combine_outcomes(["same results", "results differ", "undetermined"])
+    'results differ'
+    """
+    outcomes = list(outcomes)
+    if not outcomes:
+        raise ValueError("combine_outcomes needs at least one outcome, got none")
+    for o in outcomes:
+        if o not in NOTE_OUTCOMES:
+            raise ValueError(f"outcome must be one of {NOTE_OUTCOMES}, got {o!r}")
+    for o in (DIFFER, UNDETERMINED):
+        if o in outcomes:
+            return o
+    return SAME
+
+
 @dataclass
 class StudyResult:
     """Outcome of one study: what ``paper_checks.md`` shows for one claim.
@@ -69,7 +98,7 @@ class StudyResult:
     location : str
         Where in the paper, in both versions (long and NeurIPS) where their numbering differs.
     verdict : str
-        One of :data:`VERDICTS`.
+        One of :data:`VERDICTS` for a claim; for a note, its outcome, one of :data:`NOTE_OUTCOMES`.
     summary : str
         Why that verdict, in a few sentences, with the deciding numbers.
     numbers : pandas.DataFrame
@@ -84,6 +113,9 @@ class StudyResult:
     units_computed, units_resumed
         Units computed in that run and units read back from the resumable store (computed by an
         earlier, interrupted run, whose time ``seconds`` does not include).
+    kind : {"claim", "note"}
+        A claim of the paper, or a reproducibility note (not a claim of the paper: ``claim`` then
+        holds the question it answers). ``paper_checks.md`` counts verdicts over claims only.
     """
 
     id: str
@@ -102,10 +134,15 @@ class StudyResult:
     command: str = ""
     units_computed: int = 0
     units_resumed: int = 0
+    kind: str = CLAIM
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        allowed = VERDICTS if self.kind == CLAIM else NOTE_OUTCOMES
+        if self.verdict not in allowed:
+            what = "verdict" if self.kind == CLAIM else "a note's outcome"
+            raise ValueError(f"{what} must be one of {allowed}, got {self.verdict!r}")
         if not isinstance(self.numbers, pd.DataFrame):
             raise TypeError(f"numbers must be a pandas DataFrame, got {type(self.numbers).__name__}")
 

@@ -6,18 +6,21 @@ the separation ``R`` (panels a, b) and with ``m`` and ``n`` (panels c, d). The t
 stratified Cochran-Armitage trend test on the trial-level successes that the counts stand for
 (:func:`trend_test`), read by :func:`trend_verdict`.
 
-**D1** asks whether the text of Section 6.1 and the authors' public code describe the same
+**D1** (a reproducibility note, not a claim of the paper: :mod:`mixlinreg.theory.d1` reads its
+tables) asks whether the text of Section 6.1 and the authors' public code describe the same
 experiment. They differ in three places: (1) the true parameters, "rescaled to l2 norm R" (text) or
 ``R * Bernoulli(0.5)^d`` (code); (2) the distance, one-to-one matched (text) or to the nearest true
 parameter (code); (3) the threshold, ``dist <= 0.6 sigma`` (text) or ``dist < 0.6 sigma + 0.001``
 (code, R-sigma panels). (2) and (3) are re-scored on the existing runs, (1) needs new runs of the
 Figure 2(a) grid under both scalings with the same seeds. Every comparison is paired by trial
-(:func:`mixlinreg.stats.paired_difference`, Newcombe's interval) and read by :func:`move_verdict`.
+(:func:`mixlinreg.stats.paired_difference`, Newcombe's interval) and read by
+:func:`mixlinreg.theory.d1.move_outcome`.
 
 References
 ----------
 Ghosh, Chung, Yin and Ramchandran, "An Efficient Framework for Clustered Federated Learning",
-long (arXiv) version, Section 6.1 and its Figure 2 ("Fig. 3" in the text).
+Section 6.1 and its synthetic figure: Figure 3 of the long (arXiv) version, Figure 2 of the
+NeurIPS version.
 """
 
 from __future__ import annotations
@@ -37,16 +40,17 @@ from scipy.stats import binom
 from ..harness.success import trial_success
 from ..metrics import success_authors, success_text
 from ..stats import Fit, paired_difference, wilson_interval
-from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine, pick
+from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, NOTE, pick
+from .d1 import QUESTION, d1_note
 
-__all__ = ["trend_test", "trend_verdict", "move_verdict",
+__all__ = ["trend_test", "trend_verdict",
            "expected_sq_separation", "separation", "run_d1", "ALPHA", "MOVE_MARGIN"]
 
 #: folder of the committed Figure 2 summaries and raw rows (tests may point it elsewhere)
 FIGURES = Path(__file__).resolve().parents[2] / "figures"
 #: significance level of every test in this module
 ALPHA = 0.05
-#: D1 says "holds" only if every paired interval excludes moves larger than this
+#: D1 says "same results" only if every paired interval excludes moves larger than this
 MOVE_MARGIN = 0.2
 
 _PANELS = {
@@ -261,40 +265,6 @@ def trend_verdict(tests, alpha=ALPHA):
                          f"({', '.join(weak['stratum'])})")
         return CAVEAT, f"{pp}; of {len(strata)} strata, " + " and ".join(parts)
     return INCONCLUSIVE, f"{pp}: no significant trend either way"
-
-
-# ------------------------------------------------------------------------------ paired moves
-
-
-def move_verdict(moves, margin=MOVE_MARGIN):
-    """Do two conventions give the same success probabilities? Verdict from paired intervals.
-
-    ``moves`` has one row per grid point with the interval ``lo, hi`` of the paired difference (at
-    the confidence the caller chose, e.g. simultaneous over the grid points). "not supported" if
-    some interval excludes 0 (the convention changes the success probability there); "holds" if
-    every interval lies inside ``[-margin, margin]`` (no move, and moves larger than ``margin`` are
-    excluded everywhere); "inconclusive" otherwise.
-
-    >>> import pandas as pd
-    >>> move_verdict(pd.DataFrame({"lo": [-0.1, -0.05], "hi": [0.1, 0.12]}))
-    'holds'
-    >>> move_verdict(pd.DataFrame({"lo": [-0.1, 0.3], "hi": [0.1, 0.9]}))
-    'not supported'
-
-    References
-    ----------
-    D1: Section 6.1 of the paper against the authors' public code.
-    """
-    if not np.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin must be finite and >= 0, got {margin!r}")
-    if len(moves) == 0:
-        return INCONCLUSIVE
-    lo, hi = moves["lo"].to_numpy(float), moves["hi"].to_numpy(float)
-    if np.any((lo > 0) | (hi < 0)):
-        return NOT_SUPPORTED
-    if np.all((lo >= -margin) & (hi <= margin)):
-        return HOLDS
-    return INCONCLUSIVE
 
 
 # ------------------------------------------------------------------------------ separations
@@ -636,36 +606,6 @@ def _cross_check_quick(per_scale, exp):
             f"of the committed {_rel(path)} in {ok} of {len(joined)} grid points (both rules).")
 
 
-_FAMILIES = {
-    "distance": "distance: nearest (code) vs matched (text), code threshold",
-    "threshold": "threshold: < 0.6 sigma + plus (code) vs <= 0.6 sigma (text), nearest distance",
-    "rule": "rule: code (nearest, < 0.6 sigma + plus) vs text (matched, <= 0.6 sigma)",
-    "theta_scale": "theta*: R Bernoulli (code) vs norm R (text), authors' rule",
-    "theta_scale_text_rule": "theta*: code vs text scaling, text rule",
-    "experiment": "whole experiment: code (scale + rule) vs text (scale + rule)",
-}
-
-
-def _d1_numbers(moves):
-    rows = []
-    for (family, panel), g in moves.groupby(["family", "panel"], sort=False):
-        i = int(np.argmax(np.abs(g["diff"].to_numpy())))
-        top = g.iloc[i]
-        at = ", ".join(f"{c}={top[c]:g}" for c in ("R", "sigma", "m", "n")
-                       if c in g.columns and pd.notna(top.get(c)) and
-                       g[c].nunique() > 1)
-        if top["diff"] == 0:
-            at = "(no point moved)"
-        rows.append({"comparison": family, "panel": panel, "source": top["source"],
-                     "trials": int(g["trials"].max()), "grid points": len(g),
-                     "moved": int(g["moved"].sum()),
-                     "largest move": Fit(float(top["diff"]), float(top["lo"]),
-                                         float(top["hi"]), int(top["trials"])).fmt(2),
-                     "at": at, "widest |bound|": float(np.max(np.abs(g[["lo", "hi"]].to_numpy()))),
-                     "verdict": move_verdict(g)})
-    return pd.DataFrame(rows)
-
-
 def _plot_d1(per_scale, rules_a, moves, seps):
     import seaborn as sns
     from matplotlib.figure import Figure
@@ -750,8 +690,12 @@ def run_d1(ctx):
     The separations ``Delta`` of both scalings are computed from the trials' true parameters and
     from the exact expectation (:func:`expected_sq_separation`).
 
-    Verdict per comparison with :func:`move_verdict` on simultaneous (Bonferroni over the grid
-    points of the comparison) Newcombe intervals; the study's verdict is the weakest.
+    D1 is a reproducibility note, not a claim of the paper: its outcome ("same results", "results
+    differ", "undetermined") comes from :func:`mixlinreg.theory.d1.d1_note`, which reads only the
+    tables written here (so ``python -m mixlinreg.theory.d1`` remakes it from the committed ones):
+    per comparison :func:`~mixlinreg.theory.d1.move_outcome` on simultaneous (Bonferroni over the
+    grid points of the comparison) Newcombe intervals, sigma = 0 reported apart, the outcome
+    decided on sigma > 0.
 
     References
     ----------
@@ -780,7 +724,7 @@ def run_d1(ctx):
                   "experiments": {s: e.canonical() for s, e in exps.items()}}
 
     # (2) + (3): re-scoring existing runs
-    moves, caveats, notes = [], [], []
+    moves, caveats = [], []
     for p in missing:
         caveats.append(f"figures/fig2{p}_quick_summary.csv is missing (made by `mixlinreg "
                        f"reproduce fig2{p} --preset quick`): panel {p} is left out.")
@@ -801,9 +745,6 @@ def run_d1(ctx):
         moves.append(_compare(rules_a, "nearest_code", "matched_code", "distance", "a", src, keys))
         moves.append(_compare(rules_a, "nearest_code", "nearest_text", "threshold", "a", src, keys))
         moves.append(_compare(rules_a, "nearest_code", "matched_text", "rule", "a", src, keys))
-        broken = int((rules_a["matched_text"] & ~rules_a["nearest_code"]).sum())
-        notes.append(f"on the {len(rules_a)} cell-trials of the panel-(a) rows the text rule "
-                     f"succeeded without the code rule {broken} times")
     else:
         caveats.append("No raw rows of the panel-(a) paper preset (figures/stores/fig2a-paper-*); "
                        "`mixlinreg reproduce fig2a --preset paper --out figures/stores` makes "
@@ -811,7 +752,7 @@ def run_d1(ctx):
     for p, path in summaries.items():
         summ = pd.read_csv(path)
         per = ctx.unit(f"rules_{p}", lambda summ=summ: _rules_from_summary(summ))
-        keys = ["R", "sigma"] if p == "b" else ["R", "m", "n"]
+        keys = ["R", "sigma"] if p == "b" else ["R", "sigma", "m", "n"]  # c, d: one sigma
         moves.append(_compare(per, "nearest_code", "matched_text", "rule", p,
                               f"{_rel(path)} (counts, nested pairs)", keys))
         if not per["nested"].all():
@@ -848,63 +789,19 @@ def run_d1(ctx):
     check = _cross_check_quick(per_scale, exps["code"])
     if check:
         caveats.append(check)
-    table = ctx.write_table(moves)
-    ctx.write_table(per_scale, "_trials.csv")
-    ctx.write_table(seps, "_separation.csv")
-
-    numbers = _d1_numbers(moves)
-    verdict = combine(list(numbers["verdict"]))
-    sep = seps.groupby(["theta_scale", "R"]).agg(mean=("delta", "mean"), lo=("delta", "min"),
-                                                  hi=("delta", "max"),
-                                                  exact=("rms_exact", "first"))
-    Rmax = float(seps["R"].max())
-    dc, dn = sep.loc[("code", Rmax)], sep.loc[("norm", Rmax)]
-    d = int(exps["code"].grid["d"][0])
-    fam_txt = []
-    for r in numbers.to_dict("records"):
-        fam_txt.append(f"{r['comparison']} ({r['panel']}): {r['moved']} of {r['grid points']} "
-                       f"grid points moved, largest {r['largest move']}"
-                       + (f" at {r['at']}" if r["at"] and r["at"][0] != "(" else "")
-                       + f" ({r['verdict']})")
-    summary = (
-        f"Paired moves of the success probability, code convention minus text convention, per "
-        f"grid point with Newcombe intervals made simultaneous over the grid points of each "
-        f"comparison (Bonferroni, 95% family-wise). " + "; ".join(fam_txt) + ". "
-        f"Separation Delta = ||theta*_1 - theta*_2|| at R = {Rmax:g}, d = {d}: code "
-        f"{dc['mean']:.3g} (range {dc['lo']:.3g}-{dc['hi']:.3g} over trials; exact rms "
-        f"{dc['exact']:.4g} = R sqrt(d/2) up to 2^-d), text {dn['mean']:.3g} (range "
-        f"{dn['lo']:.3g}-{dn['hi']:.3g}; exact rms {dn['exact']:.4g}): a factor "
-        f"{dc['mean'] / dn['mean']:.3g} apart at the same R.")
-    caveats += [
-        "Comparisons (first minus second): " + "; ".join(f"{k} = {v}" for k, v in
-                                                         _FAMILIES.items()) + ".",
-        "The repository's Figure 2 uses the code's conventions (theta*_j = R Bernoulli(0.5)^d, "
-        "distance to the nearest true parameter, threshold < 0.6 sigma + 0.001 in panels a, b and "
-        "< 0.6 sigma in c, d): those are what produced the paper's published curves, so a "
-        "reproduction of the figure must follow them; the text's conventions define another "
-        "experiment.",
-        "The Bernoulli initialization (entries 0 or 1, norm about sqrt(d/2)) is the same in both "
-        "conventions, as the text and the code both say; under the text's scaling the true "
-        "parameters have norm R <= 1, far below the initialization's scale. A text-scaled "
-        "initialization would be a third experiment, not run here.",
+    caveats.append(
         f"The theta* comparison uses the {e.preset} protocol of fig2a ({e.protocol['n_init']} "
         f"initializations instead of 10, early stop tol {e.protocol['tol']:g}, validated for the "
         f"code scaling only) and {e.protocol['trials']} trials: absolute success probabilities "
-        "are lower than the paper preset's, the comparison is paired and fair.",
-        "Moves of the code rule against the text rule are one-sided by construction: "
-        "dist_nearest <= dist_matched and the code's threshold is at least the text's, so a trial "
-        "that succeeds under the text rule succeeds under the code rule (up to exact ties); "
-        + "; ".join(notes + ["panels b, c, d are reconstructed from their counts under this "
-                             "nesting"]) + ".",
-        "At sigma = 0 the text's threshold is dist <= 0: float32 runs end near 1e-6 and never "
-        "meet it, while the code's 0.001 slack makes most trials succeed.",
-    ]
-    fig = _plot_d1(per_scale, rules_a, moves, seps)
-    figure = ctx.save_figure(fig)
+        "are lower than the paper preset's, the comparison is paired and fair.")
+    table = ctx.write_table(moves)
+    ctx.write_table(per_scale, "_trials.csv")
+    sep_path = ctx.write_table(seps, "_separation.csv")
+    # the note is read back from the tables written, as python -m mixlinreg.theory.d1 reads them
+    outcome, numbers, summary, caveats = d1_note(pd.read_csv(table), pd.read_csv(sep_path),
+                                                 margin=MOVE_MARGIN, run_caveats=caveats)
+    figure = ctx.save_figure(_plot_d1(per_scale, rules_a, moves, seps))
     return ctx.result(
-        title="Text vs code: conventions of the Figure 2 experiment",
-        claim=("The text of Section 6.1 and the authors' code describe the same experiment: the "
-               "scaling of theta*, the distance and the success threshold do not change the "
-               "success probabilities of Figure 2."),
-        verdict=verdict, summary=summary, numbers=numbers, caveats=caveats, table=table,
+        title="Text vs code: conventions of the Figure 2 experiment", claim=QUESTION, kind=NOTE,
+        verdict=outcome, summary=summary, numbers=numbers, caveats=caveats, table=table,
         figure=figure)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._study import PRESETS, StudyResult
+from ._study import CLAIM, DIFFER, NOTE, PRESETS, SAME, UNDETERMINED, VERDICTS, StudyResult
 
 _ORDER = ("full", "quick", "smoke")
 
@@ -118,45 +118,88 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
         "checked by their shape (decay, exponents, contraction), never by plugging in invented "
         "constants.",
         "",
-        "| ID | claim | verdict | preset | seconds |",
-        "|---|---|---|---|---|",
     ]
-    for sid, r in results.items():
-        secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
-        out.append(f"| [{sid}](#{sid.lower()}) | {STUDIES[sid][2]} | **{r.verdict}** | {r.preset} "
-                   f"| {secs} |")
+    claims = {sid: r for sid, r in results.items() if r.kind == CLAIM}
+    notes = {sid: r for sid, r in results.items() if r.kind == NOTE}
+    out += [_count_line(claims, notes), ""]
+    out += ["| ID | claim | verdict | preset | seconds |", "|---|---|---|---|---|"]
+    out += [_row(sid, r) for sid, r in claims.items()]
     for sid in missing:
         out.append(f"| {sid} | {STUDIES[sid][2]} | not run | | |")
     out.append("")
-    for sid, r in results.items():
+    if notes:
         out += [
-            f"## {sid}",
+            f"Reproducibility notes are not claims of the paper: each compares how the paper "
+            "describes an experiment with how the authors' code runs it, and its outcome is "
+            f"**{SAME}** (every paired interval inside the stated margin), **{DIFFER}** (some "
+            f"interval excludes no change) or **{UNDETERMINED}** (neither: too few trials to tell). "
+            "They are not counted among the verdicts above.",
             "",
-            f"**{r.title}**",
-            "",
-            f"*Claim* ({r.location}): {r.claim}",
-            "",
-            f"*Verdict*: **{r.verdict}**",
-            "",
-            f"*Command*: `{r.command}` (preset `{r.preset}`, seed {r.seed}, {r.seconds:.0f} s"
-            + (f"; {r.units_resumed} of {r.units_computed + r.units_resumed} units resumed from "
-               "the store, their time not included" if r.units_resumed else "") + ")",
-            "",
-            r.summary.strip(),
-            "",
+            "| ID | note | outcome | preset | seconds |",
+            "|---|---|---|---|---|",
         ]
-        if len(r.numbers):
-            out += [markdown_table(r.numbers), ""]
-        if r.figure:
-            out += [f"![{sid}]({_rel(r.figure, base)})", ""]
-        if r.table:
-            out += [f"Tidy table: [`{_rel(r.table, base)}`]({_rel(r.table, base)})", ""]
-        if r.caveats:
-            out.append("*Caveats*:")
-            out.append("")
-            out += [f"- {c}" for c in r.caveats]
-            out.append("")
+        out += [_row(sid, r) for sid, r in notes.items()]
+        out.append("")
+    for sid, r in claims.items():
+        out += _section(sid, r, base, "##")
+    if notes:
+        out += ["## Reproducibility notes", "",
+                "Not claims of the paper; their outcomes are not verdicts (see above).", ""]
+        for sid, r in notes.items():
+            out += _section(sid, r, base, "###")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _count_line(claims, notes) -> str:
+    """``"11 claims of the paper: 3 hold, ...; 1 reproducibility note ..."``."""
+    words = {"holds": "hold", "holds with a caveat": "hold with a caveat"}
+    counts = [sum(r.verdict == v for r in claims.values()) for v in VERDICTS]
+    line = (f"{len(claims)} claim{'s' * (len(claims) != 1)} of the paper: "
+            + ", ".join(f"{c} {words.get(v, v)}" for c, v in zip(counts, VERDICTS)) + ".")
+    if notes:
+        line += (f" {len(notes)} reproducibility note{'s' * (len(notes) != 1)}, not a claim of the "
+                 "paper and not counted among the verdicts: "
+                 + ", ".join(f"{sid} ({r.verdict})" for sid, r in notes.items()) + ".")
+    return line
+
+
+def _row(sid, r) -> str:
+    from . import STUDIES
+
+    secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
+    return f"| [{sid}](#{sid.lower()}) | {STUDIES[sid][2]} | **{r.verdict}** | {r.preset} | {secs} |"
+
+
+def _section(sid, r, base, level) -> list:
+    claim, verdict = ("Claim", "Verdict") if r.kind == CLAIM else ("Question", "Outcome")
+    out = [
+        f"{level} {sid}",
+        "",
+        f"**{r.title}**",
+        "",
+        f"*{claim}* ({r.location}): {r.claim}",
+        "",
+        f"*{verdict}*: **{r.verdict}**",
+        "",
+        f"*Command*: `{r.command}` (preset `{r.preset}`, seed {r.seed}, {r.seconds:.0f} s"
+        + (f"; {r.units_resumed} of {r.units_computed + r.units_resumed} units resumed from "
+           "the store, their time not included" if r.units_resumed else "") + ")",
+        "",
+        r.summary.strip(),
+        "",
+    ]
+    if len(r.numbers):
+        out += [markdown_table(r.numbers), ""]
+    if r.figure:
+        out += [f"![{sid}]({_rel(r.figure, base)})", ""]
+    if r.table:
+        out += [f"Tidy table: [`{_rel(r.table, base)}`]({_rel(r.table, base)})", ""]
+    if r.caveats:
+        out.append("*Caveats*:")
+        out.append("")
+        out += [f"- {c}" for c in r.caveats]
+        out.append("")
+    return out
 
 
 def refresh_locations(out="figures/checks") -> list:
