@@ -64,29 +64,43 @@ html_extra_path = [str(ROOT / "paper_checks.md")]
 html_title = "mixlinreg"
 
 
-def _verdict_table():
-    """Write ``_generated/verdicts.rst`` from paper_checks.md's summary table (never retyped)."""
-    text = (ROOT / "paper_checks.md").read_text(encoding="utf-8")
+def _report_table(header):
+    """The rows of the paper_checks.md table whose header row is ``header``."""
+    lines = (ROOT / "paper_checks.md").read_text(encoding="utf-8").splitlines()
+    if header not in lines:
+        return []
     rows = []
-    for line in text.splitlines():
+    for line in lines[lines.index(header) + 2:]:
         m = re.match(r"\| \[(\w+)\]\(#\w+\) \| (.*?) \| \*\*(.*?)\*\* \| (\w+) \| (.*?) \|$", line)
-        if m:
-            rows.append(m.groups())
-    if not rows:
-        raise RuntimeError("paper_checks.md has no verdict table")
-    out = [".. list-table::", "   :header-rows: 1", "   :widths: 8 52 20 10 10", "",
-           "   * - ID", "     - claim (long version)", "     - verdict", "     - preset",
-           "     - seconds"]
+        if not m:
+            break
+        rows.append(m.groups())
+    return rows
+
+
+def _verdict_table(header, columns, name, required):
+    """Write ``_generated/<name>.rst`` from a paper_checks.md summary table (never retyped):
+    the claims' verdicts, or the reproducibility notes' outcomes."""
+    rows = _report_table(header)
+    if required and not rows:
+        raise RuntimeError(f"paper_checks.md has no table {header!r}")
+    out = [".. list-table::", "   :header-rows: 1", "   :widths: 8 52 20 10 10", ""]
+    out += ["   * - " + columns[0]] + [f"     - {c}" for c in columns[1:]]
     for sid, claim, verdict, preset, secs in rows:
         out += [f"   * - `{sid} <paper_checks.md#{sid.lower()}>`__", f"     - {claim}",
                 f"     - **{verdict}**", f"     - {preset}", f"     - {secs}"]
+    if not rows:
+        out = ["(none in this report)"]
     gen = DOCS / "_generated"
     gen.mkdir(exist_ok=True)
-    target = gen / "verdicts.rst"
+    target = gen / f"{name}.rst"
     new = "\n".join(out) + "\n"
     if not target.is_file() or target.read_text(encoding="utf-8") != new:
         target.write_text(new, encoding="utf-8")
 
 
-_verdict_table()
+_verdict_table("| ID | claim | verdict | preset | seconds |",
+               ["ID", "claim", "verdict", "preset", "seconds"], "verdicts", required=True)
+_verdict_table("| ID | note | outcome | preset | seconds |",
+               ["ID", "note", "outcome", "preset", "seconds"], "notes", required=False)
 exclude_patterns.append("_generated")

@@ -280,7 +280,9 @@ show(teach.contraction_figure(c), "7_contraction")
 #
 # `mixlinreg check` measures every claim of the paper at scale and writes `paper_checks.md`:
 # per claim the sentence, the command, the numbers with intervals and a verdict (**holds**,
-# **holds with a caveat**, **not supported**, **inconclusive**). Its summary table:
+# **holds with a caveat**, **not supported**, **inconclusive**); then the reproducibility note D1
+# (text vs the authors' code: not a claim of the paper, so its outcome is **same results**,
+# **results differ** or **undetermined**, never a verdict). Its summary tables:
 
 # %%
 checks = ROOT / "paper_checks.md"

@@ -358,7 +358,8 @@ def build_parser():
     d.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     d.set_defaults(func=_demo)
 
-    r = sub.add_parser("reproduce", help="reproduce Figure 2 (a-d) of the IFCA paper")
+    r = sub.add_parser("reproduce", help="reproduce Figure 2 (a-d) of the IFCA paper (NeurIPS "
+                                         "version; Figure 3 of the long version)")
     r.add_argument("panel", nargs="?", default="all", choices=PANELS + ("all",),
                    help="which panel of Figure 2, or all four [all]")
     r.add_argument("--preset", default="quick", choices=FIG2_PRESETS,

@@ -97,3 +97,19 @@ def test_refresh_locations_changes_only_the_location(tmp_path):
     assert {k: v for k, v in back.items() if k != "location"} == {
         k: v for k, v in d.items() if k != "location"}
     assert refresh_locations(tmp_path) == []  # idempotent
+
+
+def test_readme_tables_are_the_reports():
+    """The README's verdict and note tables are the report's, row for row (links to the report)."""
+    readme = (ROOT / "README.md").read_text()
+    for header in ("| ID | claim | verdict | preset | seconds |",
+                   "| ID | note | outcome | preset | seconds |"):
+        lines = REPORT.read_text().splitlines()
+        i = lines.index(header)
+        rows = []
+        for line in lines[i + 2:]:
+            if not line.startswith("| ["):
+                break
+            rows.append(line.replace("](#", "](paper_checks.md#"))
+        assert rows, header
+        assert "\n".join([header, lines[i + 1]] + rows) + "\n\n" in readme, header
