@@ -48,6 +48,7 @@ def _flag_calls():
     from mixlinreg.theory.study import run as study_run
     from mixlinreg.theory.constants import loss_constants, population_minimizers
     from mixlinreg.theory.lemma1 import misclassification_probability, worst_placement
+    from mixlinreg.theory.d1 import rebuild_d1
 
     mix = _small()
     init = np.zeros((1, 2, 3))
@@ -79,6 +80,7 @@ def _flag_calls():
         ("misclassification_probability", "log"): lambda v: misclassification_probability(
             np.ones(2), np.zeros(2), 0.1, 5, log=v),
         ("worst_placement", "interior"): lambda v: worst_placement(0.25, 1.0, interior=v),
+        ("rebuild_d1", "write"): lambda v: rebuild_d1("/nonexistent-never-made", write=v),
     }
 
 

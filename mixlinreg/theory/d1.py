@@ -277,9 +277,11 @@ def rebuild_d1(out="figures/checks", preset="full", *, write=False) -> StudyResu
     ``write``, the record is written back.
     """
     from . import location
+    from .._validation import check_bool
     from ..harness.store import _atomic_write_text
     from .figure2 import MOVE_MARGIN
 
+    write = check_bool("write", write)
     path = Path(out) / f"D1_{preset}.json"
     old = StudyResult.from_json(path.read_text())
     moves = _read_table(out, f"D1_{preset}.csv")
