@@ -1,5 +1,9 @@
-"""Synthetic data for IFCA: mixtures of linear regressions, their initializations, and two
-strongly convex families (logistic and heavy-tailed linear).
+"""Synthetic data for IFCA: mixtures of linear regressions, two strongly convex families (logistic
+and heavy-tailed linear), and rows for true parameters the caller fixes (:func:`draw_rows`, the
+data of the theory studies). Every generator of the package draws its rows here.
+
+The initializations live in :mod:`mixlinreg.inits` (re-exported here), the separation ``Delta``
+and centres at an exact separation in :mod:`mixlinreg.geometry`.
 
 Conventions
 -----------
@@ -40,6 +44,9 @@ from ._validation import (
     check_float,
     check_int,
 )
+from .geometry import min_separation
+from .inits import init_bernoulli, init_close  # noqa: F401 (re-exported)
+from .losses import CODES
 
 __all__ = [
     "Mixture",
@@ -50,10 +57,11 @@ __all__ = [
     "init_close",
     "make_logistic_mixture",
     "make_student_t_mixture",
+    "draw_rows",
+    "draw_responses",
 ]
 
 THETA_SCALES = ("code", "norm")
-DIRECTIONS = ("random", "adversarial")
 
 # Gaussian arrays are drawn in float64 in slices of at most this many numbers, then rounded into the
 # output, so a float32 data set never holds a full float64 copy in memory.
@@ -140,10 +148,18 @@ def _normal(gen, shape, dtype):
     return out
 
 
-def _signal(X, labels, theta):
-    """``S[i] = X[i] @ theta[labels[i]]`` in ``X``'s dtype, shape (m, n)."""
+def _signal(X, labels, theta, summation="cluster"):
+    """``S[i] = X[i] @ theta[labels[i]]`` in ``X``'s dtype, shape (m, n).
+
+    Two summation orders, equal up to rounding, both kept because committed results depend on
+    their last bits: ``"cluster"``, one matrix-vector product per cluster (the Figure 2
+    generators; no (m, d) copy of ``theta``), and ``"machine"``, one ``einsum`` over the machines
+    (the studies of :mod:`mixlinreg.theory`).
+    """
     m, n, d = X.shape
     theta = np.asarray(theta, dtype=X.dtype)
+    if summation == "machine":
+        return np.einsum("ind,id->in", X, theta[labels])
     S = np.empty((m, n), dtype=X.dtype)
     for j in range(theta.shape[0]):
         idx = np.flatnonzero(labels == j)
@@ -155,15 +171,6 @@ def _signal(X, labels, theta):
         else:
             S[idx] = (X[idx].reshape(-1, d) @ theta[j]).reshape(-1, n)
     return S
-
-
-def _min_distance(theta):
-    """Minimum pairwise l2 distance between the rows of ``theta`` (float64); inf for one row."""
-    theta = np.asarray(theta, dtype=np.float64)
-    best = math.inf
-    for j in range(theta.shape[0] - 1):
-        best = min(best, float(np.linalg.norm(theta[j + 1:] - theta[j], axis=1).min()))
-    return best
 
 
 def _check_R_sigma(R, sigma):
@@ -287,7 +294,7 @@ class Mixture:
     @property
     def separation(self) -> float:
         """Delta: the minimum l2 distance between two rows of ``theta_star`` (inf when k == 1)."""
-        return _min_distance(self.theta_star)
+        return min_separation(self.theta_star)
 
 
 @dataclass(frozen=True, eq=False)
@@ -465,15 +472,139 @@ class Trial:
 # --------------------------------------------------------------------------------------------------
 
 
-def _draw(m, n, d, k, sizes, rng, dtype, noise):
-    """Validated draw of a :class:`Trial`; ``noise(gen, shape)`` draws the float64 noise ``z``."""
+def _noise(gen, shape, df):
+    """float64 standard noise: ``N(0, 1)`` (``df=None``) or Student t scaled to variance 1."""
+    if df is None:
+        return gen.standard_normal(shape)
+    return gen.standard_t(df, size=shape) * math.sqrt((df - 2.0) / df)
+
+
+def _check_response_args(loss, sigma, df):
+    check_choice("loss", loss, tuple(CODES))
+    if loss == "logistic":
+        for name, value in (("sigma", sigma), ("df", df)):
+            if value is not None:
+                raise ValueError(f"{name} must be None for loss='logistic' (the labels are "
+                                 f"Bernoulli, no additive noise), got {value!r}")
+        return None, None
+    if sigma is None:
+        raise ValueError(f"sigma is required for loss={loss!r}: a finite number >= 0")
+    sigma = check_float("sigma", sigma, low=0.0)
+    if df is not None:
+        df = check_float("df", df, low=2.0, low_open=True)
+    return sigma, df
+
+
+def draw_responses(signal, loss="squared", *, sigma=None, df=None, rng=None):
+    """Responses for the noiseless signal ``z = <x, theta*>`` of each row, for a loss.
+
+    ``"logistic"``: ``y = 1.0`` where ``u < sigmoid(z)`` with ``u = gen.random(z.shape)``, else
+    ``0.0`` (``y ~ Bernoulli(sigmoid(z))``). ``"squared"`` and ``"huber"``: ``y = z + sigma *
+    eps`` with ``eps = gen.standard_normal(z.shape)`` (``df=None``) or the unit-variance Student t
+    ``gen.standard_t(df, size=z.shape) * sqrt((df - 2) / df)`` (as :func:`make_student_t_mixture`).
+
+    Parameters
+    ----------
+    signal : ndarray of float64
+        ``z``, any shape.
+    loss : {"squared", "logistic", "huber"}
+    sigma : float, optional
+        Noise level ``>= 0``: required for ``"squared"``, ``"huber"``; ``None`` for ``"logistic"``.
+    df : float, optional
+        Student t degrees of freedom, finite and ``> 2``; ``None``: Gaussian noise (or logistic).
+    rng : None, int, SeedSequence or Generator
+        ``as_generator(rng)``: pass the caller's generator to continue its stream.
+
+    Returns
+    -------
+    ndarray of float64, the shape of ``signal``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixlinreg.data import draw_responses
+    >>> draw_responses(np.zeros(4), "logistic", rng=0).tolist()
+    [0.0, 1.0, 1.0, 1.0]
+    """
+    sigma, df = _check_response_args(loss, sigma, df)
+    signal = np.asarray(signal, dtype=np.float64)
+    gen = as_generator(rng)
+    if loss == "logistic":
+        return (gen.random(signal.shape) < expit(signal)).astype(np.float64)
+    return signal + sigma * _noise(gen, signal.shape, df)
+
+
+def draw_rows(labels, theta_star, n, *, loss="squared", sigma=None, df=None, rng=None,
+              dtype=np.float64, summation="machine"):
+    """Rows of every machine for given true parameters: ``x ~ N(0, I_d)``, ``y`` for a loss.
+
+    Draw order, all from ``as_generator(rng)``: ``X`` (m x n x d standard normal, made in float64
+    and rounded to ``dtype``), then the noise or uniforms of :func:`draw_responses` (m x n).
+    Machine ``i`` is in cluster ``labels[i]``. Used by the studies of :mod:`mixlinreg.theory` and
+    by :func:`make_logistic_mixture` once it has drawn its parameters.
+
+    Parameters
+    ----------
+    labels : int array of shape (m,)
+        Cluster of every machine, values in ``[0, k)``, ``m >= 1``.
+    theta_star : array-like of shape (k, d)
+        Finite true parameters.
+    n : int
+        Rows per machine, ``>= 1``.
+    loss, sigma, df
+        As in :func:`draw_responses`.
+    rng : None, int, SeedSequence or Generator
+    dtype : numpy.float32 or numpy.float64
+        Of ``X`` and ``y``; the responses are drawn in float64 and rounded.
+    summation : {"machine", "cluster"}
+        ``<x, theta*>`` as one ``einsum`` over the machines, or one matrix-vector product per
+        cluster (:func:`make_logistic_mixture`, :func:`mixlinreg.theory.constants.sample_cluster`):
+        equal up to rounding, both kept because committed results depend on their last bits.
+
+    Returns
+    -------
+    X : ndarray of shape (m, n, d)
+    y : ndarray of shape (m, n)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mixlinreg.data import draw_rows
+    >>> X, y = draw_rows(np.array([0, 0, 1]), [[1.0, 0.0], [0.0, 1.0]], 4, sigma=0.1, rng=0)
+    >>> X.shape, y.shape
+    ((3, 4, 2), (3, 4))
+
+    References
+    ----------
+    Ghosh et al., An Efficient Framework for Clustered Federated Learning (long version),
+    Sections 5.1 (linear model) and 5.2 (strongly convex losses).
+    """
+    theta = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
+    labels = np.asarray(labels)
+    if labels.ndim != 1 or labels.size < 1:
+        raise ValueError(f"labels must be a 1-d integer array of length m >= 1, got shape "
+                         f"{labels.shape}")
+    labels = _check_labels("labels", labels, labels.size, theta.shape[0])
+    n = check_int("n", n, low=1)
+    sigma, df = _check_response_args(loss, sigma, df)
+    dtype = check_dtype("dtype", dtype)
+    check_choice("summation", summation, ("machine", "cluster"))
+    gen = as_generator(rng)
+    X = _normal(gen, (labels.size, n, theta.shape[1]), dtype)
+    z = _signal(X, labels, theta, summation).astype(np.float64)
+    y = draw_responses(z, loss, sigma=sigma, df=df, rng=gen).astype(dtype, copy=False)
+    return X, y
+
+
+def _draw(m, n, d, k, sizes, rng, dtype, df):
+    """Validated draw of a :class:`Trial`; its noise ``z`` is ``_noise(gen, (m, n), df)``."""
     m, n, d, k = _check_shape_args(m, n, d, k)
     dtype = check_dtype("dtype", dtype)
     labels = _labels(m, k, sizes)
     gen = as_generator(rng)
     B = _patterns(gen, k, d, "bernoulli").astype(dtype)
     X = _normal(gen, (m, n, d), dtype)
-    z = noise(gen, (m, n)).astype(dtype, copy=False)
+    z = _noise(gen, (m, n), df).astype(dtype, copy=False)
     return Trial(X=X, B=B, z=z, labels=labels)
 
 
@@ -512,7 +643,7 @@ def draw_trial(m, n, d, k, *, sizes=None, rng=None, dtype=np.float64) -> Trial:
     ----------
     Ghosh et al., An Efficient Framework for Clustered Federated Learning, Section 6.1.
     """
-    return _draw(m, n, d, k, sizes, rng, dtype, lambda gen, shape: gen.standard_normal(shape))
+    return _draw(m, n, d, k, sizes, rng, dtype, None)
 
 
 def make_mixture(m, n, d, k, R, sigma, *, theta_scale="code", sizes=None, rng=None,
@@ -595,10 +726,7 @@ def make_student_t_mixture(m, n, d, k, R, sigma, df=5.0, *, theta_scale="code", 
     df = check_float("df", df, low=2.0, low_open=True)
     check_choice("theta_scale", theta_scale, THETA_SCALES)
     _check_scale_fits(R, sigma, check_int("d", d, low=1), check_dtype("dtype", dtype))
-    scale = math.sqrt((df - 2.0) / df)
-    trial = _draw(m, n, d, k, sizes, rng, dtype,
-                  lambda gen, shape: gen.standard_t(df, size=shape) * scale)
-    return trial.mixture(R, sigma, theta_scale)
+    return _draw(m, n, d, k, sizes, rng, dtype, df).mixture(R, sigma, theta_scale)
 
 
 def make_logistic_mixture(m, n, d, k, R, *, sizes=None, rng=None, dtype=np.float64) -> Mixture:
@@ -640,129 +768,7 @@ def make_logistic_mixture(m, n, d, k, R, *, sizes=None, rng=None, dtype=np.float
     labels = _labels(m, k, sizes)
     gen = as_generator(rng)
     theta = (R * _unit(_patterns(gen, k, d, "gaussian"), "norm")).astype(dtype)
-    X = _normal(gen, (m, n, d), dtype)
-    u = gen.random((m, n))
-    prob = expit(_signal(X, labels, theta).astype(np.float64))
-    y = (u < prob).astype(dtype)
+    X, y = draw_rows(labels, theta, n, loss="logistic", rng=gen, dtype=dtype, summation="cluster")
     return Mixture(X=X, y=y, theta_star=theta, labels=labels, R=R, sigma=math.nan,
                    theta_scale="gaussian")
 
-
-# --------------------------------------------------------------------------------------------------
-# initializations
-# --------------------------------------------------------------------------------------------------
-
-
-def init_bernoulli(n_runs, k, d, rng=None, dtype=np.float64):
-    """Coordinate-wise Bernoulli(0.5) initializations, entries 0 or 1, not scaled.
-
-    The initialization of the paper's Section 6.1 and of the authors' code, whatever ``R`` is.
-
-    Parameters
-    ----------
-    n_runs, k, d : int
-        Number of independent initializations, clusters, dimension; all ``>= 1``.
-    rng : None, int, SeedSequence or Generator
-    dtype : numpy.float32 or numpy.float64
-
-    Returns
-    -------
-    ndarray of shape (n_runs, k, d)
-
-    Examples
-    --------
-    >>> from mixlinreg.data import init_bernoulli
-    >>> init_bernoulli(10, 2, 1000, rng=0).shape
-    (10, 2, 1000)
-
-    References
-    ----------
-    Ghosh et al., An Efficient Framework for Clustered Federated Learning, Section 6.1.
-    """
-    n_runs = check_int("n_runs", n_runs, low=1)
-    k = check_int("k", k, low=1)
-    d = check_int("d", d, low=1)
-    dtype = check_dtype("dtype", dtype)
-    gen = as_generator(rng)
-    return gen.integers(0, 2, size=(n_runs, k, d)).astype(dtype)
-
-
-def init_close(theta_star, alpha0, n_runs, rng=None, direction="random", dtype=None):
-    """Initializations at distance exactly ``(1/2 - alpha0) * Delta`` from the truth.
-
-    ``theta_j^(0) = theta*_j + (1/2 - alpha0) * Delta * u_j`` with ``||u_j|| = 1`` and ``Delta`` the
-    minimum pairwise distance between rows of ``theta_star``: the boundary of Assumption 1 of the
-    long version.
-
-    Parameters
-    ----------
-    theta_star : array-like of shape (k, d)
-        True parameters, ``k >= 2`` and distinct rows (``Delta > 0``).
-    alpha0 : float
-        Closeness, in ``(0, 0.5]``; ``0.5`` starts at the truth.
-    n_runs : int
-        Number of initializations, ``>= 1``.
-    rng : None, int, SeedSequence or Generator
-        Used only by ``direction="random"``.
-    direction : {"random", "adversarial"}
-        ``"random"``: ``u_j`` uniform on the unit sphere (normalized standard normal, shape
-        ``(n_runs, k, d)`` drawn at once), independent across runs and models. ``"adversarial"``:
-        ``u_j`` points from ``theta*_j`` to its nearest other center (lowest index on ties), the same
-        for every run: the worst case of Assumption 1.
-    dtype : numpy.float32 or numpy.float64, optional
-        Default: the dtype of ``theta_star`` if it is float32 or float64, float64 otherwise. The
-        computation is done in float64.
-
-    Returns
-    -------
-    ndarray of shape (n_runs, k, d)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from mixlinreg.data import init_close
-    >>> theta = np.array([[0.0, 0.0], [2.0, 0.0]])
-    >>> init = init_close(theta, alpha0=0.25, n_runs=1, direction="adversarial")
-    >>> init[0].tolist()
-    [[0.5, 0.0], [1.5, 0.0]]
-
-    References
-    ----------
-    Ghosh et al., An Efficient Framework for Clustered Federated Learning (long version),
-    Assumption 1 and Theorem 1.
-    """
-    theta = check_array("theta_star", theta_star, ndim=2)
-    if dtype is None:
-        dtype = theta.dtype if theta.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-    dtype = check_dtype("dtype", dtype)
-    k, d = theta.shape
-    if k < 2:
-        raise ValueError(f"theta_star must have at least 2 rows (k >= 2) to define Delta, got shape "
-                         f"{theta.shape}")
-    theta = theta.astype(np.float64)
-    delta = _min_distance(theta)
-    if not delta > 0:
-        raise ValueError(f"theta_star must have distinct rows (Delta > 0), got Delta = {delta!r}")
-    alpha0 = check_float("alpha0", alpha0, low=0.0, high=0.5, low_open=True)
-    n_runs = check_int("n_runs", n_runs, low=1)
-    check_choice("direction", direction, DIRECTIONS)
-    gen = as_generator(rng)
-    radius = (0.5 - alpha0) * delta
-
-    if direction == "random":
-        u = gen.standard_normal((n_runs, k, d))
-        norm = np.linalg.norm(u, axis=2, keepdims=True)
-        while not norm.all():  # probability zero; kept so that ||u|| = 1 always holds
-            bad = norm[..., 0] == 0
-            u[bad] = gen.standard_normal((int(bad.sum()), d))
-            norm = np.linalg.norm(u, axis=2, keepdims=True)
-        u /= norm
-    else:
-        u = np.empty((k, d))
-        for j in range(k):
-            dist = np.linalg.norm(theta - theta[j], axis=1)
-            dist[j] = np.inf
-            near = int(np.argmin(dist))
-            u[j] = (theta[near] - theta[j]) / dist[near]
-        u = np.broadcast_to(u, (n_runs, k, d))
-    return (theta + radius * u).astype(dtype)

@@ -11,6 +11,8 @@ from scipy.special import expit
 from mixlinreg.data import (
     Mixture,
     Trial,
+    draw_responses,
+    draw_rows,
     draw_trial,
     init_bernoulli,
     init_close,
@@ -294,6 +296,64 @@ def test_student_t_is_heavier_tailed_than_gaussian():
     assert np.mean(np.abs(t) > 4) > 10 * np.mean(np.abs(g) > 4)
 
 
+# ------------------------------------------------------------------ rows for given parameters
+
+
+def test_draw_rows_draw_order_and_model(global_random_seed):
+    """X first, then the noise; y = <x, theta*_label> + sigma eps (the studies' data)."""
+    labels = np.array([1, 0, 1, 1])
+    theta = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]])
+    X, y = draw_rows(labels, theta, 6, sigma=0.4, rng=global_random_seed)
+    gen = np.random.default_rng(global_random_seed)
+    X0 = gen.standard_normal((4, 6, 3))
+    eps = gen.standard_normal((4, 6))
+    assert_array_equal(X, X0)
+    assert_array_equal(y, np.einsum("ind,id->in", X0, theta[labels]) + 0.4 * eps)
+
+
+@pytest.mark.parametrize("loss, sigma, df", [("squared", 0.3, None), ("huber", 0.3, 4.0),
+                                             ("logistic", None, None)])
+def test_draw_rows_summations_agree(loss, sigma, df):
+    """The two summation orders draw the same numbers and agree up to rounding."""
+    labels = np.repeat([0, 1, 2], [2, 3, 1])
+    theta = np.random.default_rng(1).standard_normal((3, 40))
+    a = draw_rows(labels, theta, 5, loss=loss, sigma=sigma, df=df, rng=2)
+    b = draw_rows(labels, theta, 5, loss=loss, sigma=sigma, df=df, rng=2, summation="cluster")
+    assert_array_equal(a[0], b[0])
+    # 40 products summed in two orders: a few ulps of |y| ~ sqrt(40)
+    atol = 0 if loss == "logistic" else 1e-13
+    assert_allclose(a[1], b[1], rtol=0, atol=atol)
+
+
+def test_draw_rows_float32_is_float64_rounded():
+    labels = np.array([0, 1])
+    theta = np.array([[1.0, 0.0], [0.0, 1.0]])
+    X64, _ = draw_rows(labels, theta, 5, sigma=0.1, rng=3)
+    X32, y32 = draw_rows(labels, theta, 5, sigma=0.1, rng=3, dtype=np.float32)
+    assert X32.dtype == y32.dtype == np.float32
+    assert_array_equal(X32, X64.astype(np.float32))
+
+
+def test_draw_responses_conventions():
+    z = np.linspace(-3.0, 3.0, 7)
+    u = np.random.default_rng(5).random(7)
+    assert_array_equal(draw_responses(z, "logistic", rng=5), (u < expit(z)).astype(np.float64))
+    t = np.random.default_rng(5).standard_t(5.0, size=7) * math.sqrt(3.0 / 5.0)
+    assert_array_equal(draw_responses(z, "huber", sigma=2.0, df=5.0, rng=5), z + 2.0 * t)
+    y = draw_responses(np.zeros(200_000), "squared", sigma=2.0, df=5.0, rng=6)
+    assert np.var(y) == pytest.approx(4.0, rel=0.05)  # unit-variance t scaled by sigma
+    assert_array_equal(draw_responses(z, sigma=0.0, rng=0), z)
+
+
+def test_logistic_mixture_is_draw_rows_after_its_parameters():
+    mix = make_logistic_mixture(6, 4, 3, 2, R=2.0, rng=8)
+    gen = np.random.default_rng(8)
+    gen.standard_normal((2, 3))  # the Gaussian directions of theta*
+    X, y = draw_rows(mix.labels, mix.theta_star, 4, loss="logistic", rng=gen, summation="cluster")
+    assert_array_equal(mix.X, X)
+    assert_array_equal(mix.y, y)
+
+
 # ------------------------------------------------------------------ input validation
 
 OK = dict(m=4, n=3, d=2, k=2)
@@ -369,6 +429,27 @@ BAD_INPUTS = [
                                                "code")),
     _bad("z", ValueError, lambda: Trial(np.zeros((2, 3, 4)), np.ones((1, 4)), np.zeros((3, 2)),
                                         np.zeros(2, dtype=int))),
+    _bad("labels", ValueError, lambda: draw_rows(np.array([0, 2]), np.eye(2), 3, sigma=0.1)),
+    _bad("labels", ValueError, lambda: draw_rows(np.array([0.0, 1.0]), np.eye(2), 3, sigma=0.1)),
+    _bad("labels", ValueError, lambda: draw_rows(np.zeros(0, dtype=int), np.eye(2), 3, sigma=0.1)),
+    _bad("theta_star", ValueError, lambda: draw_rows(np.array([0]), np.ones(2), 3, sigma=0.1)),
+    _bad("theta_star", ValueError,
+         lambda: draw_rows(np.array([0]), [[math.nan, 1.0]], 3, sigma=0.1)),
+    _bad("n", ValueError, lambda: draw_rows(np.array([0]), np.eye(2), 0, sigma=0.1)),
+    _bad("loss", ValueError, lambda: draw_rows(np.array([0]), np.eye(2), 3, loss="hinge")),
+    _bad("sigma", ValueError, lambda: draw_rows(np.array([0]), np.eye(2), 3)),
+    _bad("sigma", ValueError, lambda: draw_rows(np.array([0]), np.eye(2), 3, sigma=-1.0)),
+    _bad("sigma", ValueError,
+         lambda: draw_rows(np.array([0]), np.eye(2), 3, loss="logistic", sigma=1.0)),
+    _bad("df", ValueError,
+         lambda: draw_rows(np.array([0]), np.eye(2), 3, loss="logistic", df=5.0)),
+    _bad("df", ValueError, lambda: draw_rows(np.array([0]), np.eye(2), 3, sigma=1.0, df=2.0)),
+    _bad("dtype", ValueError,
+         lambda: draw_rows(np.array([0]), np.eye(2), 3, sigma=1.0, dtype=np.int32)),
+    _bad("summation", ValueError,
+         lambda: draw_rows(np.array([0]), np.eye(2), 3, sigma=1.0, summation="pairwise")),
+    _bad("rng", TypeError, lambda: draw_rows(np.array([0]), np.eye(2), 3, sigma=1.0, rng=1.5)),
+    _bad("sigma", ValueError, lambda: draw_responses(np.zeros(3), "huber")),
 ]
 
 

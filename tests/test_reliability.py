@@ -49,6 +49,7 @@ def _flag_calls():
     from mixlinreg.theory.constants import loss_constants, population_minimizers
     from mixlinreg.theory.lemma1 import misclassification_probability, worst_placement
     from mixlinreg.theory.d1 import rebuild_d1
+    from mixlinreg.geometry import simplex_centers
 
     mix = _small()
     init = np.zeros((1, 2, 3))
@@ -81,6 +82,7 @@ def _flag_calls():
             np.ones(2), np.zeros(2), 0.1, 5, log=v),
         ("worst_placement", "interior"): lambda v: worst_placement(0.25, 1.0, interior=v),
         ("rebuild_d1", "write"): lambda v: rebuild_d1("/nonexistent-never-made", write=v),
+        ("simplex_centers", "haar"): lambda v: simplex_centers(2, 3, 1.0, rng=0, haar=v),
     }
 
 

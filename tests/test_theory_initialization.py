@@ -11,6 +11,7 @@ import pytest
 
 from mixlinreg.baselines import oracle
 from mixlinreg.data import init_close
+from mixlinreg.geometry import simplex_centers
 from mixlinreg.theory import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory import initialization as ini
 
@@ -20,7 +21,7 @@ from mixlinreg.theory import initialization as ini
 @pytest.mark.parametrize("k", [2, 4])
 def test_simplex_centers_equidistant(k, global_random_seed):
     gen = np.random.default_rng(global_random_seed)
-    ts = ini.simplex_centers(gen, k, 12, 1.7)
+    ts = simplex_centers(k, 12, 1.7, gen, haar=False)  # A0's centres
     D = np.linalg.norm(ts[:, None] - ts[None], axis=2)
     off = D[~np.eye(k, dtype=bool)]
     np.testing.assert_allclose(off, 1.7, rtol=1e-12)
@@ -30,7 +31,7 @@ def test_simplex_centers_equidistant(k, global_random_seed):
 @pytest.mark.parametrize("k", [2, 4])
 def test_init_mixed_geometry(k, global_random_seed):
     gen = np.random.default_rng(global_random_seed)
-    ts = ini.simplex_centers(gen, k, 15, 1.0)
+    ts = simplex_centers(k, 15, 1.0, gen, haar=False)
     a = 0.05
     init = ini.init_mixed(ts, a, gen)
     # every model exactly at (1/2 - alpha0) Delta from its truth: Assumption 1's boundary
@@ -75,7 +76,7 @@ def test_known_cluster_gd_matches_ifca_when_clusters_are_obvious(global_random_s
 
     gen = np.random.default_rng(global_random_seed)
     k, d, mpc, n_prime, T = 2, 5, 6, 8, 4
-    ts = ini.simplex_centers(gen, k, d, 20.0)
+    ts = simplex_centers(k, d, 20.0, gen, haar=False)
     labels = np.repeat(np.arange(k), mpc)
     X = gen.standard_normal((k * mpc, 2 * T * n_prime, d))
     y = np.einsum("ind,id->in", X, ts[labels]) + 0.1 * gen.standard_normal(X.shape[:2])

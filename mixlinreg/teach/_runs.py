@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_generator, check_array, check_float, check_int
+from ..data import draw_responses
+from ..geometry import min_separation, simplex_centers
 
 __all__ = ["LineMixture", "Path", "BasinMap", "Contraction", "line_mixture", "ifca_path",
            "soft_path", "basin_map", "contraction_run", "THETA_STAR"]
@@ -60,10 +62,7 @@ class LineMixture:
     @property
     def delta(self) -> float:
         """Separation ``Delta = min_{j != l} ||theta*_j - theta*_l||``."""
-        from ..metrics import pairwise_dist
-
-        D = pairwise_dist(self.theta_star, self.theta_star)
-        return float(D[~np.eye(self.k, dtype=bool)].min())
+        return min_separation(self.theta_star)
 
 
 def line_mixture(k=3, m=30, n=20, sigma=0.3, *, theta_star=None, rng=0):
@@ -105,7 +104,7 @@ def line_mixture(k=3, m=30, n=20, sigma=0.3, *, theta_star=None, rng=0):
     labels = (np.arange(m) * k) // m
     t = gen.standard_normal((m, n))
     X = np.stack([np.ones_like(t), t], axis=-1)
-    y = np.einsum("mnd,md->mn", X, theta_star[labels]) + sigma * gen.standard_normal((m, n))
+    y = draw_responses(np.einsum("mnd,md->mn", X, theta_star[labels]), sigma=sigma, rng=gen)
     return LineMixture(X=X, y=y, theta_star=theta_star, labels=labels, sigma=float(sigma))
 
 
@@ -391,7 +390,7 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
 
     The setting of Theorem 1: fresh rows every iteration (``resample=True``), all machines, the
     step that makes the population factor exactly 1/2; centres at distance ``Delta = 1``
-    (:func:`mixlinreg.theory.linear.simplex_centers`).
+    (:func:`mixlinreg.geometry.simplex_centers`).
 
     Returns
     -------
@@ -404,11 +403,10 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
     >>> c.err.shape, c.factor_theorem
     ((7, 2, 2), 0.5)
     """
-    from ..data import init_close
+    from ..data import draw_rows, init_close
     from ..ifca import ifca
     from ..stats import Fit, linear_slope
-    from ..theory.linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
-                                 stationary_rms)
+    from ..theory.linear import cluster_labels, one_step_factor, stationary_rms
 
     k, p = 2, 0.5
     m = check_int("m", m, low=4)
@@ -420,7 +418,7 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
     gen = as_generator(rng)
     star = simplex_centers(k, d, 1.0, gen)
     labels = cluster_labels(m, (p, 1 - p))
-    X, y = linear_data(labels, star, 2 * n_iter * n_prime, sigma, gen)
+    X, y = draw_rows(labels, star, 2 * n_iter * n_prime, sigma=sigma, rng=gen)
     init = init_close(star, alpha0, n_runs, rng=gen)
     res = ifca(X, y, init, 1.0 / (4.0 * p), n_iter=n_iter, resample=True, trace=True,
                theta_star=star, dtype=np.float64, n_threads=1)

@@ -37,7 +37,6 @@ version), Section 5.2: Definitions 1-2, Assumptions 3-6, Theorem 2, Corollary 2.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +44,8 @@ from scipy.special import expit
 
 from .._validation import (as_generator, check_array, check_bool, check_choice, check_float,
                            check_int)
+from ..data import draw_responses, draw_rows
+from ..geometry import min_separation
 
 __all__ = ["LossConstants", "loss_constants", "population_minimizers", "sample_cluster",
            "loss_parts", "squared_analytic", "LOSSES"]
@@ -173,19 +174,14 @@ def _derivs(loss, z, y, huber_delta):
     return -np.clip(r, -huber_delta, huber_delta), (np.abs(r) <= huber_delta).astype(np.float64)
 
 
-def _noise(gen, size, df):
-    if df is None:
-        return gen.standard_normal(size)
-    return gen.standard_t(df, size=size) * math.sqrt((df - 2.0) / df)
-
-
 def sample_cluster(loss, theta_star_j, n, *, sigma=None, df=None, rng=None):
     """Draw ``n`` points ``(x, y)`` of one cluster in this module's data model.
 
     ``x ~ N(0, I_d)``; logistic: ``y ~ Bernoulli(sigmoid(x.theta*))``; squared and Huber:
     ``y = x.theta* + sigma eps`` with ``eps`` standard normal (``df=None``) or unit-variance Student
     t with ``df`` degrees of freedom (the convention of
-    :func:`mixlinreg.data.make_student_t_mixture`).
+    :func:`mixlinreg.data.make_student_t_mixture`): :func:`mixlinreg.data.draw_rows` for one
+    machine.
 
     Returns
     -------
@@ -195,14 +191,11 @@ def sample_cluster(loss, theta_star_j, n, *, sigma=None, df=None, rng=None):
         ``E[y | x]`` for the logistic loss (its loss is linear in ``y``, so population quantities
         that are expectations of the loss or its gradient can use it: less Monte Carlo noise).
     """
-    gen = as_generator(rng)
     th = np.asarray(theta_star_j, dtype=np.float64)
-    X = gen.standard_normal((n, th.size))
-    z = X @ th
-    if loss == "logistic":
-        p = expit(z)
-        return X, (gen.random(n) < p).astype(np.float64), p
-    return X, z + sigma * _noise(gen, n, df), None
+    X, y = draw_rows(np.zeros(1, dtype=np.int64), th[None], n, loss=loss, sigma=sigma, df=df,
+                     rng=rng, summation="cluster")
+    X, y = X[0], y[0]
+    return X, y, (expit(X @ th) if loss == "logistic" else None)
 
 
 # ----------------------------------------------------------------------------- validation
@@ -231,13 +224,6 @@ def _check_setup(loss, theta_star, sigma, df, l2, huber_delta):
     return ts, sigma, df, l2, huber_delta
 
 
-def _min_dist(c):
-    k = c.shape[0]
-    if k < 2:
-        return math.inf
-    return float(min(np.linalg.norm(c[a] - c[b]) for a in range(k) for b in range(a + 1, k)))
-
-
 # ----------------------------------------------------------------------------- minimizers
 
 
@@ -252,7 +238,7 @@ def _line_minimizer(loss, R, n_line, gen, sigma, df, l2, huber_delta, chunk=1 <<
     if loss == "logistic":
         y = expit(R * g)  # E[y | x]: the loss is linear in y
     else:
-        y = R * g + sigma * _noise(gen, n_line, df)
+        y = draw_responses(R * g, loss, sigma=sigma, df=df, rng=gen)
 
     def dphi(c):
         s1 = s2 = 0.0
@@ -518,7 +504,7 @@ def loss_constants(loss, theta_star, *, radius, sigma=None, df=None, l2=0.0, hub
     if method == "analytic" or (method == "auto" and analytic_ok):
         a = squared_analytic(ts, sigma=sigma, radius=radius, l2=l2)
         return LossConstants(lam=a["lam"], L=a["L"], eta2=a["eta2"], v2=a["v2"],
-                             centers=a["centers"], delta=_min_dist(a["centers"]),
+                             centers=a["centers"], delta=min_separation(a["centers"]),
                              method="analytic", n_samples=0, n_line=0, n_points=0, **common)
     n_samples = check_int("n_samples", n_samples, low=1000)
     n_line = check_int("n_line", n_line, low=1000)
@@ -540,7 +526,8 @@ def loss_constants(loss, theta_star, *, radius, sigma=None, df=None, l2=0.0, hub
                     "eta2": float(vals[:, 2].max()), "v2": float(vals[:, 3].max())})
     return LossConstants(lam=min(p["lam"] for p in per), L=max(p["L"] for p in per),
                          eta2=max(p["eta2"] for p in per), v2=max(p["v2"] for p in per),
-                         centers=np.array(centers, dtype=np.float64), delta=_min_dist(centers),
+                         centers=np.array(centers, dtype=np.float64),
+                         delta=min_separation(centers),
                          method="monte_carlo", n_samples=n_samples,
                          n_line=n_line if symmetric else 0,
                          n_points=n_points, per_cluster=per, **common)

@@ -49,14 +49,15 @@ import math
 import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
-from scipy.special import expit
 
 from .._validation import check_float, check_int
+from ..data import draw_rows
+from ..geometry import min_separation
 from ..ifca import ifca
 from ..stats import Fit, bootstrap, loglog_slope, verdict_at_most
 from . import bounds
 from ._study import CAVEAT, HOLDS, Context, combine, pick
-from .constants import LOSSES, _min_dist, loss_constants, population_minimizers
+from .constants import LOSSES, loss_constants, population_minimizers
 
 __all__ = ["LOSS_SETUPS", "draw_cluster_data", "init_at_distance", "transient_mask",
            "theorem2_radius", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts",
@@ -88,6 +89,8 @@ def theta_star_of(R, k=K, d=D):
 def draw_cluster_data(loss, theta_star, sizes, n, rng, *, sigma=None, df=None):
     """Data of ``m = sum(sizes)`` machines with ``n`` rows each, contiguous clusters.
 
+    :func:`mixlinreg.data.draw_rows` with labels from ``sizes``.
+
     Parameters
     ----------
     loss : {"logistic", "huber", "squared"}
@@ -110,19 +113,8 @@ def draw_cluster_data(loss, theta_star, sizes, n, rng, *, sigma=None, df=None):
     sizes = [check_int("sizes[j]", s, low=1) for s in sizes]
     if len(sizes) != ts.shape[0]:
         raise ValueError(f"sizes must have k = {ts.shape[0]} entries, got {len(sizes)}")
-    n = check_int("n", n, low=1)
     labels = np.repeat(np.arange(ts.shape[0]), sizes)
-    m, d = labels.size, ts.shape[1]
-    X = rng.standard_normal((m, n, d))
-    z = np.einsum("ind,id->in", X, ts[labels])
-    if loss == "logistic":
-        y = (rng.random((m, n)) < expit(z)).astype(np.float64)
-    else:
-        if df is None:
-            eps = rng.standard_normal((m, n))
-        else:
-            eps = rng.standard_t(df, size=(m, n)) * math.sqrt((df - 2.0) / df)
-        y = z + sigma * eps
+    X, y = draw_rows(labels, ts, n, loss=loss, sigma=sigma, df=df, rng=rng)
     return X, y, labels
 
 
@@ -205,7 +197,7 @@ def theorem2_radius(loss, theta_star, *, alpha0=ALPHA0, n_bisect=4, sigma=None, 
                            n_line=n_line, n_points=n_points, rng=seed + 1, **kw)
         return c, (0.5 - alpha0) * math.sqrt(c.lam / c.L) * c.delta
 
-    delta = _min_dist(centers)
+    delta = min_separation(centers)
     if not np.isfinite(delta):
         raise ValueError("theta_star must have at least 2 clusters to define Delta")
     _, lo = at((0.5 - alpha0) * delta)

@@ -40,13 +40,12 @@ version): abstract; Assumption 1 and the discussion after Assumption 2 (Section 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from .._validation import as_generator, check_float, check_int
-from ..data import init_close
+from ..data import draw_rows, init_close
+from ..geometry import min_separation, simplex_centers  # noqa: F401 (simplex_centers re-exported)
 from ..ifca import ifca
 from ..metrics import dist_matched, dist_nearest
 from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, newcombe_paired, wilson_interval
@@ -59,44 +58,6 @@ __all__ = ["A0_DIRECTIONS", "simplex_centers", "init_mixed", "a0_inits", "known_
 
 #: the placements :func:`a0_inits` knows (the study's config picks among them)
 A0_DIRECTIONS = ("random", "adversarial", "mixed")
-
-
-def simplex_centers(gen, k, d, delta):
-    """``k`` true parameters with every pairwise distance exactly ``delta``.
-
-    ``theta*_j = (delta / sqrt 2) q_j`` with ``q_1..q_k`` orthonormal (QR of a Gaussian ``d x k``
-    matrix), so ``||theta*_j - theta*_l|| = delta`` for ``j != l`` and
-    ``||theta*_j|| = delta / sqrt 2``.
-
-    Parameters
-    ----------
-    gen : numpy.random.Generator
-    k : int
-        Number of clusters, ``2 <= k <= d``.
-    d : int
-        Dimension.
-    delta : float
-        Separation ``Delta > 0``.
-
-    Returns
-    -------
-    ndarray (k, d)
-
-    References
-    ----------
-    Ghosh et al. (long version), Section 5.1: the separation ``Delta``, ``rho = Delta^2/sigma^2``.
-    """
-    k = check_int("k", k, low=2)
-    d = check_int("d", d, low=k)
-    delta = check_float("delta", delta, low=0.0, low_open=True)
-    q, _ = np.linalg.qr(gen.standard_normal((d, k)))
-    return (delta / math.sqrt(2.0)) * q.T
-
-
-def _min_dist(theta):
-    k = theta.shape[0]
-    return min(float(np.linalg.norm(theta[j] - theta[l]))
-               for j in range(k) for l in range(j + 1, k))
 
 
 def init_mixed(theta_star, alpha0, gen):
@@ -137,7 +98,7 @@ def init_mixed(theta_star, alpha0, gen):
     alpha0 = check_float("alpha0", alpha0, low=0.0, high=0.5, low_open=True, high_open=True)
     gen = as_generator(gen)
     init = init_close(theta, alpha0, 1, direction="adversarial", dtype=np.float64)[0]
-    delta = _min_dist(theta)
+    delta = min_separation(theta)
     q, _ = np.linalg.qr(theta.T)  # orthonormal basis of the centers' span (d, k)
     w = gen.standard_normal(d)
     w -= q @ (q.T @ w)
@@ -233,7 +194,8 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
                   directions, gamma_p, success_sigmas):
     """One A0 trial: draw data and initializations, run IFCA with and without resampling.
 
-    Data: ``theta*`` from :func:`simplex_centers` (all separations ``delta``), ``m = k *
+    Data: ``theta*`` from :func:`mixlinreg.geometry.simplex_centers` (all separations ``delta``,
+    ``haar=False``), :func:`mixlinreg.data.draw_rows` (squared loss), ``m = k *
     m_per_cluster`` machines with ``n = 2 n_iter n_prime`` rows ``x ~ N(0, I_d)``,
     ``y = <x, theta*_j> + sigma eps``. Step ``lr = gamma_p / p = gamma_p k`` in both modes
     (``gamma_p = 1/4``: the expected update halves the error, Theorem 1's factor 1/2); the
@@ -254,10 +216,9 @@ def a0_trial_rows(gen, *, k, trial, d, n_prime, n_iter, m_per_cluster, sigma, de
     """
     m = k * m_per_cluster
     n = 2 * n_iter * n_prime
-    theta_star = simplex_centers(gen, k, d, delta)
-    X = gen.standard_normal((m, n, d))
+    theta_star = simplex_centers(k, d, delta, gen, haar=False)
     labels = np.repeat(np.arange(k), m_per_cluster)
-    y = np.einsum("ind,id->in", X, theta_star[labels]) + sigma * gen.standard_normal((m, n))
+    X, y = draw_rows(labels, theta_star, n, sigma=sigma, rng=gen)
     init, meta = a0_inits(theta_star, alphas, directions, gen)
     orc_all = float(dist_matched(oracle_theta(X, y, labels, k), theta_star))
     blk = slice(n_prime, 2 * n_prime)  # the first gradient block of the resampled run

@@ -37,6 +37,7 @@ import pandas as pd
 from scipy import optimize, special, stats
 
 from .._validation import as_generator, check_bool
+from ..data import draw_rows
 from ..stats import Fit, verdict_at_least, verdict_at_most, verdict_equal, wilson_interval
 from . import bounds
 from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context, combine, pick
@@ -347,8 +348,8 @@ def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, ch
     done = 0
     while done < n_machines:
         mm = min(per, n_machines - done)
-        X = gen.standard_normal((mm, n, a.size))
-        y = sigma * gen.standard_normal((mm, n))
+        X, y = draw_rows(np.zeros(mm, dtype=np.int64), np.zeros((1, a.size)), n, sigma=sigma,
+                         rng=gen)
         resid = y[:, :, None] - X @ models.T  # (mm, n, 2)
         loss = np.mean(resid**2, axis=1)  # (mm, 2)
         wrong += int(np.count_nonzero(np.argmin(loss, axis=1) != 0))

@@ -30,7 +30,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validation import as_generator, check_float, check_int
+from .._validation import check_float, check_int
+from ..data import draw_rows
+from ..geometry import simplex_centers  # noqa: F401 (re-exported: the studies' centres)
 from ..stats import (Fit, bootstrap, linear_slope, loglog_slope, verdict_at_least,
                      verdict_at_most, verdict_equal)
 from . import bounds
@@ -51,40 +53,6 @@ N_BOOT = 2000
 # ------------------------------------------------------------------------------------------------
 # data and exact formulas
 # ------------------------------------------------------------------------------------------------
-
-
-def simplex_centers(k, d, delta, rng=None):
-    """``k`` centres in ``R^d`` with every pairwise distance exactly ``delta``.
-
-    ``theta*_j = (delta / sqrt 2) q_j`` with ``q_1, ..., q_k`` orthonormal (the first ``k`` columns
-    of a random orthogonal matrix), so ``||theta*_j - theta*_l|| = delta`` for ``j != l`` and
-    ``||theta*_j|| = delta / sqrt 2`` (``<~ 1`` as Assumption 2 asks, for ``delta <~ 1``).
-
-    Parameters
-    ----------
-    k : int
-        Number of centres, ``2 <= k <= d``.
-    d : int
-        Dimension.
-    delta : float
-        Separation ``Delta > 0``.
-    rng : None, int, SeedSequence or Generator
-
-    Returns
-    -------
-    ndarray of shape (k, d)
-
-    References
-    ----------
-    Ghosh et al., long version, Section 5.1 (``Delta`` the minimum separation).
-    """
-    k = check_int("k", k, low=2)
-    d = check_int("d", d, low=k)
-    delta = check_float("delta", delta, low=0.0, low_open=True)
-    gen = as_generator(rng)
-    q, r = np.linalg.qr(gen.standard_normal((d, k)))
-    q = q * np.sign(np.diag(r))[None, :]  # Haar-distributed columns
-    return (delta / math.sqrt(2.0)) * q.T
 
 
 def cluster_labels(m, sizes):
@@ -120,6 +88,8 @@ def cluster_labels(m, sizes):
 def linear_data(labels, theta_star, n, sigma, rng=None):
     """Rows of the linear model: ``x ~ N(0, I_d)``, ``y = <x, theta*_{label}> + sigma N(0, 1)``.
 
+    :func:`mixlinreg.data.draw_rows` with the squared loss's Gaussian noise.
+
     Parameters
     ----------
     labels : int array (m,)
@@ -140,22 +110,7 @@ def linear_data(labels, theta_star, n, sigma, rng=None):
     ----------
     Ghosh et al., long version, Section 5.1 (the model).
     """
-    theta_star = np.asarray(theta_star, dtype=float)
-    if theta_star.ndim != 2:
-        raise ValueError(f"theta_star must have shape (k, d), got {theta_star.shape}")
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.dtype.kind not in "iu" or labels.size < 1:
-        raise ValueError(f"labels must be a 1-d integer array, got {labels.dtype} {labels.shape}")
-    if labels.min() < 0 or labels.max() >= theta_star.shape[0]:
-        raise ValueError(f"labels must be in [0, {theta_star.shape[0] - 1}], got range "
-                         f"[{labels.min()}, {labels.max()}]")
-    n = check_int("n", n, low=1)
-    sigma = check_float("sigma", sigma, low=0.0)
-    gen = as_generator(rng)
-    m, d = labels.size, theta_star.shape[1]
-    X = gen.standard_normal((m, n, d))
-    y = np.einsum("ind,id->in", X, theta_star[labels]) + sigma * gen.standard_normal((m, n))
-    return X, y
+    return draw_rows(labels, theta_star, n, sigma=sigma, rng=rng)
 
 
 def _check_g(g):
