@@ -27,28 +27,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from mixlinreg.harness._tiny import tiny_text, write_tiny
+
 CLASSES = {2: "result store proves its units", 3: "several processes on one store",
            4: "names never become paths", 5: "one output folder, checked first"}
-
-TINY = """
-kind = "figure2"
-name = {name}
-layout = "R-sigma"
-[grid]
-m = [8]
-n = [10]
-d = [6]
-k = [2]
-R = [0.5, 1.0]
-sigma = [0.1]
-[protocol]
-steps = [0.1]
-n_iter = 15
-n_init = 2
-trials = {trials}
-seed = {seed}
-success_plus = 0.001
-"""
 
 
 @contextlib.contextmanager
@@ -63,9 +45,7 @@ def _sandbox():
 
 
 def _cfg(folder, name="tiny", trials=3, seed=1, fname="tiny.toml", extra=""):
-    p = Path(folder) / fname
-    p.write_text(TINY.format(name=json.dumps(name), trials=trials, seed=seed) + extra)
-    return p
+    return write_tiny(Path(folder) / fname, name=name, trials=trials, seed=seed, extra=extra)
 
 
 def _exp(folder, **kw):
@@ -507,7 +487,7 @@ def _bad_study_id(sid):
 def _stem_not_plain():
     with _sandbox() as d:
         p = d / "two words.toml"
-        p.write_text(TINY.format(name='"x"', trials=1, seed=1).replace('name = "x"', ""))
+        p.write_text(tiny_text(name="x", trials=1, seed=1).replace('name = "x"', ""))
         return _user_error(["reproduce", "--config", str(p), "--out", str(d / "o"),
                             "--preset", "paper"], "set name")
 

@@ -15,35 +15,16 @@ import pandas as pd
 import pytest
 
 from mixlinreg.harness import ResultStore, load_config, run_experiment, success_table
+from mixlinreg.harness._tiny import write_tiny
 from mixlinreg.harness.store import _HOST, DamagedUnitWarning, UnitStore
 from mixlinreg.theory import Context
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TINY = """
-kind = "figure2"
-name = "tiny"
-layout = "R-sigma"
-[grid]
-m = [8]
-n = [10]
-d = [6]
-k = [2]
-R = [0.5, 1.0]
-sigma = [0.1]
-[protocol]
-steps = [0.1]
-n_iter = 15
-n_init = 2
-trials = {trials}
-seed = {seed}
-success_plus = 0.001
-"""
-
 
 def tiny(tmp_path, trials=4, seed=1, name="tiny.toml"):
     path = tmp_path / name
-    path.write_text(TINY.format(trials=trials, seed=seed))
+    write_tiny(path, trials=trials, seed=seed)
     return load_config(path, "paper")
 
 
@@ -292,7 +273,7 @@ def test_several_reproduce_processes_on_one_store(tmp_path, clean_table):
     """Four CLI processes resume one store at once (the issue's instance): none crashes, the store
     ends complete and equal to a clean run, and no unit is computed twice."""
     cfg = tmp_path / "tiny.toml"
-    cfg.write_text(TINY.format(trials=4, seed=1))
+    write_tiny(cfg, trials=4, seed=1)
     exp = load_config(cfg, "paper")
     run_experiment(exp, tmp_path / "store", progress=False, max_units=1)  # a store to resume
     args = [sys.executable, "-m", "mixlinreg.cli", "reproduce", "--config", str(cfg), "--preset",

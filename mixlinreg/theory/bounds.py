@@ -42,14 +42,6 @@ def _p(p):
     return v
 
 
-def snr(delta, sigma):
-    """``rho = Delta^2 / sigma^2`` (Section 5.1); ``inf`` when ``sigma = 0``."""
-    delta = _pos("delta", delta, allow_zero=True)
-    sigma = _pos("sigma", sigma, allow_zero=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sigma > 0, delta**2 / np.where(sigma > 0, sigma, 1.0) ** 2, np.inf)
-
-
 def lemma1_exponent_form(alpha, rho):
     """``(alpha rho / (rho + 1))^2``: Lemma 1's exponent per sample, up to the constant ``c2``.
 
@@ -70,39 +62,12 @@ def lemma1_bound(n_prime, alpha, rho, *, c1, c2):
     return np.minimum(1.0, c1 * np.exp(-c2 * n * lemma1_exponent_form(alpha, rho)))
 
 
-def theorem1_rhs(err, *, sigma, p, d, m, n_prime, alpha, rho, c2, c3, c4):
-    """Right side of Theorem 1, eq. (1): ``err/2 + c2 (sigma/p) sqrt(d/(m n')) + c3 exp(...)``."""
-    err = _pos("err", err, allow_zero=True)
-    return 0.5 * err + theorem1_floor(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime, alpha=alpha,
-                                      rho=rho, c2=c2, c3=c3, c4=c4)
-
-
-def theorem1_floor(*, sigma, p, d, m, n_prime, alpha, rho, c2, c3, c4):
-    """Additive term of Theorem 1: ``c2 (sigma/p) sqrt(d/(m n')) + c3 exp(-c4 (a rho/(rho+1))^2 n')``."""
-    sigma = _pos("sigma", sigma, allow_zero=True)
-    p = _p(p)
-    d, m, n_prime = _pos("d", d), _pos("m", m), _pos("n_prime", n_prime)
-    c2, c3, c4 = _pos("c2", c2, allow_zero=True), _pos("c3", c3, allow_zero=True), _pos("c4", c4)
-    return (c2 * statistical_term(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime)
-            + c3 * np.exp(-c4 * lemma1_exponent_form(alpha, rho) * n_prime))
-
-
 def statistical_term(*, sigma, p, d, m, n_prime):
     """``(sigma / p) sqrt(d / (m n'))``: the first term of Theorem 1 and Corollary 1, no constant."""
     sigma = _pos("sigma", sigma, allow_zero=True)
     p = _p(p)
     d, m, n_prime = _pos("d", d), _pos("m", m), _pos("n_prime", n_prime)
     return sigma / p * np.sqrt(d / (m * n_prime))
-
-
-def corollary1_floor(*, sigma, p, d, m, n_prime, rho, c6, c7, c8):
-    """Corollary 1: ``eps = c6 (sigma/p) sqrt(d/(m n')) + c7 exp(-c8 (rho/(rho+1))^2 n')``."""
-    r = _pos("rho", rho, allow_inf=True)
-    frac = np.where(np.isinf(r), 1.0, r / (np.where(np.isinf(r), 0.0, r) + 1.0))
-    c6, c7, c8 = _pos("c6", c6, allow_zero=True), _pos("c7", c7, allow_zero=True), _pos("c8", c8)
-    n_prime = _pos("n_prime", n_prime)
-    return (c6 * statistical_term(sigma=sigma, p=p, d=d, m=m, n_prime=n_prime)
-            + c7 * np.exp(-c8 * frac**2 * n_prime))
 
 
 def corollary1_iterations(delta, eps):
@@ -134,26 +99,6 @@ def theorem2_factor(p, lam, L):
     if np.any(lam > L):
         raise ValueError(f"lam must be <= L, got lam={lam!r}, L={L!r}")
     return 1.0 - p * lam / (8.0 * L)
-
-
-def theorem2_eps0(*, v, eta, delta_prob, L, lam, p, m, n_prime, alpha, Delta, k, c_a, c_b, c_c):
-    """Theorem 2's additive term ``eps0``, each of its three terms with its own unknown constant.
-
-    ``c_a v/(delta L sqrt(p m n')) + c_b eta^2/(delta alpha^2 lam^2 Delta^4 n')
-    + c_c v eta k^{3/2}/(delta^{3/2} alpha lam L Delta^2 sqrt(m) n')``, ``delta`` the failure
-    probability (``delta_prob`` here, to keep it apart from the separation ``Delta``).
-    """
-    v, eta = _pos("v", v, allow_zero=True), _pos("eta", eta, allow_zero=True)
-    dp = np.asarray(delta_prob, dtype=float)
-    if np.any(~(dp > 0)) or np.any(dp >= 1):
-        raise ValueError(f"delta_prob must be in (0, 1), got {delta_prob!r}")
-    L, lam = _pos("L", L), _pos("lam", lam)
-    p = _p(p)
-    m, n_prime, Delta, k = _pos("m", m), _pos("n_prime", n_prime), _pos("Delta", Delta), _pos("k", k)
-    a = _alpha(alpha)
-    return (c_a * v / (dp * L * np.sqrt(p * m * n_prime))
-            + c_b * eta**2 / (dp * a**2 * lam**2 * Delta**4 * n_prime)
-            + c_c * v * eta * k**1.5 / (dp**1.5 * a * lam * L * Delta**2 * np.sqrt(m) * n_prime))
 
 
 def corollary2_iterations(*, L, p, lam, Delta, eps):
