@@ -119,12 +119,24 @@ def test_rs_never_reads_figures_by_path():
         assert not re.search(r"fig2[abcd]-paper-[0-9a-f]{6}", text), path
 
 
-def test_rs_without_the_panel_a_runs_says_how_to_make_them(tmp_path, monkeypatch):
+@pytest.mark.parametrize("study_id, panel", [("RS", "fig2a"), ("F2a", "fig2a"), ("F2d", "fig2d")])
+def test_a_study_without_its_figure2_runs_is_inconclusive_and_says_how_to_make_them(
+        tmp_path, monkeypatch, study_id, panel):
+    """RS and F2a-F2d treat a missing store alike: an inconclusive record naming the command."""
     monkeypatch.chdir(tmp_path)  # figure2_store is relative to the working directory
-    with pytest.raises(FileNotFoundError,
-                       match=r"mixlinreg reproduce fig2a --preset smoke --out figures/stores"):
-        run_study("RS", preset="smoke", out=tmp_path / "out", store=None)
+    r = run_study(study_id, preset="smoke", out=tmp_path / "out", store=None)
+    assert r.verdict == INCONCLUSIVE
+    assert f"mixlinreg reproduce {panel} --preset smoke --out figures/stores" in r.summary
+    assert r.table == "" and r.figure == ""
+    assert (tmp_path / "out" / f"{study_id}_smoke.json").exists()
     assert not (tmp_path / "figures").exists()  # reading never makes a store
+    # a store folder with no finished unit reads the same
+    from mixlinreg.harness import ResultStore, load_config
+
+    ResultStore(Path("figures/stores"), load_config(panel, "smoke"))  # made, nothing run
+    r = run_study(study_id, preset="smoke", out=tmp_path / "out2", store=None)
+    assert r.verdict == INCONCLUSIVE and "no finished unit" in r.summary
+    assert f"mixlinreg reproduce {panel} --preset smoke --out figures/stores" in r.summary
 
 
 def test_rs_smoke(tmp_path, monkeypatch):

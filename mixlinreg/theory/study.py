@@ -18,6 +18,10 @@ schema of its config) plus four functions:
   config fixes (``rng(name)`` gives the named stream ``"analyze_" + name`` for a bootstrap);
 * ``figure(table, verdict, params) -> matplotlib Figure``.
 
+A study that reads another experiment's results (the Figure 2 stores) raises :class:`MissingInput`
+from ``units`` when they are absent: :func:`run` then writes an *inconclusive* record whose
+summary names the command that makes them, and computes nothing.
+
 :func:`run` loads ``experiments/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
 computes the units through the resumable store (:class:`mixlinreg.theory._study.Context`), writes
 the table, the extra tables of the verdict and the figure under ``out``, and returns the
@@ -28,6 +32,7 @@ Adding a study is one module under ``mixlinreg/theory/studies/`` and one config.
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -36,9 +41,17 @@ import pandas as pd
 
 from .. import config as _config
 from .._paths import plain_name
-from ._study import VERDICTS, Context, StudyResult
+from ._study import INCONCLUSIVE, VERDICTS, Context, StudyResult
 
-__all__ = ["Study", "Verdict", "run", "unit_rng", "sensitivity_line"]
+__all__ = ["Study", "Verdict", "MissingInput", "run", "unit_rng", "sensitivity_line"]
+
+
+class MissingInput(FileNotFoundError):
+    """The results a study reads are absent; the message names the command that makes them.
+
+    Raised by a study's ``units``; :func:`run` turns it into an inconclusive record (nothing is
+    computed, no store or figure is made).
+    """
 
 
 @dataclass
@@ -136,7 +149,13 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
                   progress=progress)
     ctx.params = params
-    units = list(study.units(params))
+    try:
+        units = list(study.units(params))
+    except MissingInput as exc:
+        Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
+        return ctx.result(title=study.title, claim=study.claim, location=study.location,
+                          verdict=INCONCLUSIVE, summary=f"No results to read: {exc}",
+                          numbers=pd.DataFrame(columns=["what"]), caveats=[])
     names = [n for n, _ in units]
     for n in names:  # the rule of Context.unit, checked before anything is computed
         if not isinstance(n, str) or not n or not n[0].isalnum() or any(

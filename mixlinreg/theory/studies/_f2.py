@@ -19,9 +19,9 @@ import pandas as pd
 
 from ...config import Spec
 from ...harness import ResultStore, load_config, success_table
-from .._study import INCONCLUSIVE, combine
+from .._study import combine
 from ..figure2 import _PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_verdict
-from ..study import Study, Verdict, sensitivity_line
+from ..study import MissingInput, Study, Verdict, sensitivity_line
 
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
@@ -45,15 +45,19 @@ def units(params):
     try:
         store = ResultStore.find(p["figure2_store"], exp)
     except FileNotFoundError as exc:
-        return [("missing", {"missing": str(exc)})]
+        raise MissingInput(f"study F2{p['panel'][-1]} reads the runs of {exp.name} from its "
+                           f"store: {exc}") from None
     done = sorted(store.done(warn=False))
+    if not done:
+        raise MissingInput(f"study F2{p['panel'][-1]}: the {exp.name} store under "
+                           f"{p['figure2_store']} (preset {exp.preset}) has no finished unit: make "
+                           f"them with `mixlinreg reproduce {exp.name} --preset {exp.preset} --out "
+                           f"{p['figure2_store']}`")
     digest = hashlib.sha256("\n".join(done).encode()).hexdigest()[:12]
     return [(f"trend_tests_{len(done)}units_{digest}", {"units": len(done)})]
 
 
 def compute(spec, params, rng, shared):
-    if "missing" in spec:
-        return pd.DataFrame([{"missing": spec["missing"]}])
     p = params["params"]
     exp = _experiment(params)
     summ = success_table(ResultStore.find(p["figure2_store"], exp).table(),
@@ -79,10 +83,6 @@ def analyze(table, params, rng):
     panel = p["panel"][-1]
     claimed = _PANELS[panel][0]
     exp = _experiment(params)
-    if "missing" in table.columns:
-        return Verdict(INCONCLUSIVE, pd.DataFrame(columns=["what"]),
-                       f"No runs to read: {table['missing'].iloc[0]}.",
-                       tables={"_summary.csv": pd.DataFrame()})
     tests = table[table["role"] != "summary"].dropna(axis=1, how="all")
     summ = table[table["role"] == "summary"].dropna(axis=1, how="all").drop(columns=["role", "panel"])
     alpha = mg["alpha"]
@@ -133,12 +133,6 @@ def analyze(table, params, rng):
 def figure(table, verdict, params):
     panel = params["params"]["panel"][-1]
     summ = verdict.tables["_summary.csv"]
-    if summ.empty:
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(4, 2))
-        fig.text(0.5, 0.5, "no runs to read", ha="center")
-        return fig
     tests = table[table["role"] != "summary"].dropna(axis=1, how="all")
     exp = _experiment(params)
     return _plot_f2(summ, panel, tests, f"{STUDY_TITLES[panel]}: {exp.name} {exp.preset} store")
