@@ -280,7 +280,19 @@ def _digits(args):
 
 def _check(args):
     from .theory import STUDIES, run_study, write_report
+    from .theory._study import canonical_preset
 
+    args.preset = canonical_preset(args.preset)  # 'full' is the former name of 'paper'
+    if args.migrate_records:
+        from ._paths import output_dir
+        from .theory.report import migrate_records
+
+        output_dir(args.out, "--out")
+        moved = migrate_records(args.out)
+        for old, new in moved:
+            print(f"{old} -> {new}")
+        print(f"check --migrate-records: {len(moved)} files renamed in {args.out}")
+        return 0
     ids = args.ids or list(STUDIES)
     bad = [i for i in ids if i not in STUDIES]
     if bad:
@@ -408,6 +420,9 @@ def build_parser():
     t.add_argument("--report-only", action="store_true",
                    help="only rewrite the report from existing records")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--migrate-records", action="store_true",
+                   help="only rename the records in --out made under the former preset name "
+                        "'full' to 'paper' (files and the fields that name the preset)")
     t.set_defaults(func=_check)
 
     e = sub.add_parser("check-early-stop",

@@ -9,6 +9,8 @@ import shlex
 import shutil
 from pathlib import Path
 
+import pytest
+
 from mixlinreg.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +47,7 @@ def test_report_has_no_clock(tmp_path, monkeypatch):
     """Two renders of the same records are the same text, and the header carries no date."""
     import mixlinreg.theory.report as report
 
-    results = report.load_results(ROOT / "figures" / "checks", preset="full")
+    results = report.load_results(ROOT / "figures" / "checks", preset="paper")
     monkeypatch.chdir(ROOT)
     first = report.render(results, Path("."))
     assert report.render(results, Path(".")) == first
@@ -86,13 +88,13 @@ def test_refresh_locations_changes_only_the_location(tmp_path):
     from mixlinreg.theory import location
     from mixlinreg.theory.report import refresh_locations
 
-    src = ROOT / "figures" / "checks" / "C1_full.json"
+    src = ROOT / "figures" / "checks" / "C1_paper.json"
     d = json.loads(src.read_text())
     d["location"] = "Corollary 1, somewhere"
-    (tmp_path / "C1_full.json").write_text(json.dumps(d, indent=1))
+    (tmp_path / "C1_paper.json").write_text(json.dumps(d, indent=1))
     (tmp_path / "notes.json").write_text("{}")  # not a record: left alone
-    assert refresh_locations(tmp_path) == [tmp_path / "C1_full.json"]
-    back = json.loads((tmp_path / "C1_full.json").read_text())
+    assert refresh_locations(tmp_path) == [tmp_path / "C1_paper.json"]
+    back = json.loads((tmp_path / "C1_paper.json").read_text())
     assert back["location"] == location("C1")
     assert {k: v for k, v in back.items() if k != "location"} == {
         k: v for k, v in d.items() if k != "location"}
@@ -113,3 +115,47 @@ def test_readme_tables_are_the_reports():
             rows.append(line.replace("](#", "](paper_checks.md#"))
         assert rows, header
         assert "\n".join([header, lines[i + 1]] + rows) + "\n\n" in readme, header
+
+
+def _as_former(src, dst, sid):
+    """Copy ``sid``'s committed paper records into ``dst`` as they were named before the rename."""
+    import json
+
+    for path in sorted(src.glob(f"{sid}_paper*")):
+        new = dst / path.name.replace("_paper", "_full", 1)
+        if path.suffix == ".json":
+            d = json.loads(path.read_text())
+            d["preset"] = "full"
+            for key in ("table", "figure"):
+                d[key] = d[key].replace(f"{sid}_paper", f"{sid}_full")
+            d["command"] = d["command"].replace("--preset paper", "--preset full")
+            new.write_text(json.dumps(d, indent=1))
+        else:
+            new.write_bytes(path.read_bytes())
+
+
+def test_migrate_records_renames_the_former_preset_and_changes_nothing_else(tmp_path):
+    """Records made under 'full' become the 'paper' records they are, byte for byte."""
+    from mixlinreg.cli import main
+    from mixlinreg.theory.report import migrate_records, write_report
+
+    src = ROOT / "figures" / "checks"
+    for sid in ("T1", "C1"):
+        _as_former(src, tmp_path, sid)
+    (tmp_path / "T1x_full.json").write_text("{}")  # not a study's record: left alone
+    with pytest.raises(ValueError, match="--migrate-records"):  # the report says what to do
+        write_report(tmp_path / "r.md", tmp_path, ids=["T1"])
+    names = sorted(p.name for p in tmp_path.glob("[TC]1_full*"))
+    assert main(["check", "--migrate-records", "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.glob("[TC]1_paper*")) == [
+        n.replace("_full", "_paper") for n in names]
+    assert not list(tmp_path.glob("[TC]1_full*")) and (tmp_path / "T1x_full.json").exists()
+    for sid in ("T1", "C1"):
+        got = (tmp_path / f"{sid}_paper.json").read_text()
+        assert got == (src / f"{sid}_paper.json").read_text(), sid
+    assert migrate_records(tmp_path) == []  # nothing left to do
+    # a clash stops the migration before anything moves
+    _as_former(src, tmp_path, "T1")
+    with pytest.raises(FileExistsError, match="T1_paper"):
+        migrate_records(tmp_path)
+    assert (tmp_path / "T1_full.json").exists()

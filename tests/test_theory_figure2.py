@@ -112,7 +112,7 @@ def test_trend_test_rejects_bad_counts():
 
 
 def test_move_outcome_rules():
-    m = f2.MOVE_MARGIN
+    m = d1.MOVE_MARGIN
     assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]}), m) == SAME
     # a convention that moves success at one point by more than its interval: results differ
     assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, 0.2], "hi": [0.1, 0.8]}), m) == DIFFER
@@ -179,8 +179,8 @@ def test_d1_sigma_strata_fill_panels_that_fix_sigma():
 def test_d1_committed_record_is_its_tables_analysis():
     """The committed D1 record is exactly what its analysis makes of its committed tables."""
     out = ROOT / "figures" / "checks"
-    r = d1.rebuild_d1(out, "full")
-    assert r.to_json() == (out / "D1_full.json").read_text()
+    r = d1.rebuild_d1(out, "paper")
+    assert r.to_json() == (out / "D1_paper.json").read_text()
     assert r.kind == NOTE and r.verdict in NOTE_OUTCOMES and r.verdict not in VERDICTS
     num = r.numbers.set_index(["comparison", "panel", "sigma"])
     # the audit's count: the threshold moves no point at sigma > 0 ...
@@ -196,11 +196,11 @@ def test_rebuild_d1_is_idempotent_and_keeps_the_run(tmp_path):
     import shutil
 
     src = ROOT / "figures" / "checks"
-    for name in ("D1_full.json", "D1_full.csv", "D1_full_separation.csv"):
+    for name in ("D1_paper.json", "D1_paper.csv", "D1_paper_separation.csv"):
         shutil.copy(src / name, tmp_path / name)
-    before = d1.StudyResult.from_json((tmp_path / "D1_full.json").read_text())
-    first = d1.rebuild_d1(tmp_path, "full", write=True)
-    assert d1.rebuild_d1(tmp_path, "full").to_json() == first.to_json()
+    before = d1.StudyResult.from_json((tmp_path / "D1_paper.json").read_text())
+    first = d1.rebuild_d1(tmp_path, "paper", write=True)
+    assert d1.rebuild_d1(tmp_path, "paper").to_json() == first.to_json()
     for key in ("command", "seed", "seconds", "table", "figure", "units_resumed"):
         assert getattr(first, key) == getattr(before, key)
     assert any(c.startswith("Cross-check:") for c in first.caveats)  # the run's caveats stay
@@ -224,16 +224,14 @@ def test_expected_sq_separation_monte_carlo(global_random_seed, d, scale):
     R = 0.7
     sq = R ** 2 * np.sum((B[:, 0] - B[:, 1]) ** 2, axis=1)
     se = sq.std() / np.sqrt(sq.size)
-    assert abs(f2.expected_sq_separation(R, d, scale) - sq.mean()) < 5 * se
+    assert abs(d1.expected_sq_separation(R, d, scale) - sq.mean()) < 5 * se
 
 
 def test_expected_sq_separation_errors_and_patterns_shared():
     with pytest.raises(ValueError, match="theta_scale"):
-        f2.expected_sq_separation(1.0, 10, "text")
+        d1.expected_sq_separation(1.0, 10, "text")
     with pytest.raises(ValueError, match="d must"):
-        f2.expected_sq_separation(1.0, 0, "code")
-    with pytest.raises(ValueError, match="theta_star"):
-        f2.separation(np.zeros((1, 3)))
+        d1.expected_sq_separation(1.0, 0, "code")
     # D1 draws a trial with m = k, n = 1 to get the patterns: they must be those of the full trial
     from mixlinreg.data import draw_trial
 
@@ -241,16 +239,6 @@ def test_expected_sq_separation_errors_and_patterns_shared():
     small = draw_trial(2, 1, 7, 2, rng=np.random.default_rng(ss))
     full = draw_trial(6, 4, 7, 2, rng=np.random.default_rng(ss))
     np.testing.assert_array_equal(small.B, full.B)
-
-
-def test_rules_from_summary_reproduces_counts():
-    summ = pd.DataFrame(dict(m=[10, 10], n=[5, 5], d=[3, 3], k=[2, 2], R=[0.1, 0.2],
-                             sigma=[0.1, 0.1], trials=[4, 4], succ_authors=[3, 1],
-                             succ_text=[1, 2]))
-    per = f2._rules_from_summary(summ)
-    got = per.groupby("R")[["nearest_code", "matched_text"]].sum()
-    np.testing.assert_array_equal(got.to_numpy(), [[3, 1], [1, 2]])
-    assert per.groupby("R")["nested"].all().tolist() == [True, False]
 
 
 # ----------------------------------------------------------------------------- smoke runs

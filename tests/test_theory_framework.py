@@ -230,7 +230,11 @@ def test_unit_name_and_return_type_are_checked(tmp_path):
 
 
 def test_pick():
-    assert pick("full", smoke=1, quick=2, full=3) == 3
+    assert pick("paper", smoke=1, quick=2, paper=3) == 3
+    assert pick("full", smoke=1, quick=2, paper=3) == 3  # the former name of "paper"
+    assert Context("L1", preset="full").preset == "paper"
+    with pytest.raises(ValueError, match="former name 'full'"):
+        Context("L1", preset="huge")
     with pytest.raises(ValueError, match="preset must be one of"):
         pick("paper", smoke=1, quick=2)
 
@@ -257,16 +261,17 @@ def test_result_json_round_trip(tmp_path):
 
 def test_report_picks_the_requested_preset_then_the_largest(tmp_path):
     out = tmp_path / "checks"
-    for preset, verdict in [("quick", HOLDS), ("full", NOT_SUPPORTED)]:
+    for preset, verdict in [("quick", HOLDS), ("paper", NOT_SUPPORTED)]:
         ctx = Context("L1", preset=preset, out=out)
         (out / f"L1_{preset}.json").write_text(_fake(ctx, verdict).to_json())
-    assert load_results(out, preset="full")["L1"].verdict == NOT_SUPPORTED
+    assert load_results(out, preset="paper")["L1"].verdict == NOT_SUPPORTED
+    assert load_results(out, preset="full")["L1"].verdict == NOT_SUPPORTED  # its former name
     assert load_results(out, preset="quick")["L1"].verdict == HOLDS
-    path = write_report(tmp_path / "paper_checks.md", out, preset="full")
+    path = write_report(tmp_path / "paper_checks.md", out, preset="paper")
     text = path.read_text()
     assert "Do not edit by hand" in text
     assert "| [L1](#l1) |" in text and "**not supported**" in text
-    assert "![L1](checks/L1_full.png)" in text  # links relative to the report
+    assert "![L1](checks/L1_paper.png)" in text  # links relative to the report
     assert "- a caveat" in text
     for sid in set(STUDIES) - {"L1"}:  # the others are listed as not run
         assert f"| {sid} |" in text and "not run" in text
@@ -349,13 +354,13 @@ def test_report_keeps_notes_apart_from_the_verdicts(tmp_path):
 
     out = tmp_path / "checks"
     for sid, verdict in [("L1", HOLDS), ("T1", NOT_SUPPORTED)]:
-        (out / f"{sid}_full.json").parent.mkdir(parents=True, exist_ok=True)
-        (out / f"{sid}_full.json").write_text(_fake(Context(sid, preset="full", out=out),
-                                                    verdict).to_json())
-    note = _fake(Context("D1", preset="full", out=out), HOLDS)
+        (out / f"{sid}_paper.json").parent.mkdir(parents=True, exist_ok=True)
+        (out / f"{sid}_paper.json").write_text(_fake(Context(sid, preset="paper", out=out),
+                                                     verdict).to_json())
+    note = _fake(Context("D1", preset="paper", out=out), HOLDS)
     note.kind, note.verdict = NOTE, DIFFER
-    (out / "D1_full.json").write_text(note.to_json())
-    text = write_report(tmp_path / "paper_checks.md", out, preset="full", ids=["L1", "T1", "D1"]
+    (out / "D1_paper.json").write_text(note.to_json())
+    text = write_report(tmp_path / "paper_checks.md", out, preset="paper", ids=["L1", "T1", "D1"]
                         ).read_text()
     assert "2 claims of the paper: 1 hold, 0 hold with a caveat, 1 not supported, 0 inconclusive." \
         in text

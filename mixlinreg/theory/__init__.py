@@ -16,7 +16,7 @@ import importlib
 from pathlib import Path
 
 from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDICTS, Context,
-                     StudyResult, combine)
+                     StudyResult, canonical_preset, combine)
 
 # ID -> (module, function, one-line title). Order is the order of paper_checks.md. Module and
 # function are None for a study record (mixlinreg/theory/studies/<id>.py), which run_study finds.
@@ -32,7 +32,7 @@ STUDIES = {
     "F2b": (None, None, "Figure 2(b): success rises with R (k = 4)"),
     "F2c": (None, None, "Figure 2(c): success rises with m and n (k = 2)"),
     "F2d": (None, None, "Figure 2(d): success rises with m and n (k = 4)"),
-    "D1": ("figure2", "run_d1", "Text vs code: conventions of the Figure 2 experiment"),
+    "D1": ("d1", "run_d1", "Text vs code: conventions of the Figure 2 experiment"),
 }
 
 
@@ -89,7 +89,8 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
     ----------
     study_id : str
         One of :data:`STUDIES`.
-    preset : {"smoke", "quick", "full"}
+    preset : {"smoke", "quick", "paper"}
+        (``"full"``, the former name of ``"paper"``, is read as ``"paper"``)
     out : path
         Folder for the table, figure and record.
     store : path or None
@@ -98,6 +99,7 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
         See :class:`mixlinreg.theory._study.Context`.
     """
     (study_id,) = _check_ids([study_id])
+    preset = canonical_preset(preset)
     from . import studies
 
     if studies.ported(study_id):  # a record under mixlinreg/theory/studies/

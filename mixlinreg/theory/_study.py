@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
 import json
 import time
 import zlib
@@ -39,7 +38,22 @@ DIFFER = "results differ"  # some paired interval excludes no change
 UNDETERMINED = "undetermined"  # neither: too few trials to tell
 NOTE_OUTCOMES = (SAME, DIFFER, UNDETERMINED)
 
-PRESETS = ("smoke", "quick", "full", "paper")  # "full": the records made before presets were named alike
+PRESETS = ("smoke", "quick", "paper")
+#: former preset names, read as their new ones (records made with them: see report.migrate_records)
+FORMER_PRESETS = {"full": "paper"}
+
+
+def canonical_preset(preset) -> str:
+    """``preset`` checked, its former name read as the new one (``"full"`` is ``"paper"``).
+
+    >>> canonical_preset("full"), canonical_preset("quick")
+    ('paper', 'quick')
+    """
+    preset = FORMER_PRESETS.get(preset, preset) if isinstance(preset, str) else preset
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS} (or the former name 'full' of "
+                         f"'paper'), got {preset!r}")
+    return preset
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
 
 
@@ -187,10 +201,11 @@ class Context:
     Parameters
     ----------
     study_id : str
-    preset : {"smoke", "quick", "full"}
+    preset : {"smoke", "quick", "paper"}
         ``smoke`` is for the test suite (seconds), ``quick`` for ``mixlinreg check --preset quick``
         (all 12 IDs in about 4 minutes on two cores once numba has compiled, measured for the
-        README), ``full`` as large as the verdicts need.
+        README), ``paper`` as large as the verdicts need (``"full"``, its former name, is read as
+        ``"paper"``).
     out : path
         Folder for tables, figures and the per-study JSON (``figures/checks``).
     store : path or None
@@ -216,8 +231,7 @@ class Context:
 
     def __post_init__(self):
         check_bool("progress", self.progress)
-        if self.preset not in PRESETS:
-            raise ValueError(f"preset must be one of {PRESETS}, got {self.preset!r}")
+        self.preset = canonical_preset(self.preset)
         plain_name("study ID", self.study_id)
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
@@ -322,17 +336,15 @@ class Context:
 
 
 def pick(preset: str, **values):
-    """The value for ``preset`` from keyword arguments ``smoke=..., quick=..., full=...``.
+    """The value for ``preset`` from keyword arguments ``smoke=..., quick=..., paper=...``.
 
-    ``"paper"`` reads the ``full`` value of a study not yet moved to a config (issue 10 renames
-    ``full`` to ``paper`` everywhere).
-
-    >>> pick("quick", smoke=1, quick=2, full=3)
+    >>> pick("quick", smoke=1, quick=2, paper=3)
     2
-    >>> pick("paper", smoke=1, quick=2, full=3)
+    >>> pick("full", smoke=1, quick=2, paper=3)  # the former name of "paper"
     3
     """
-    if preset == "paper" and "paper" not in values and "full" in values:
+    preset = FORMER_PRESETS.get(preset, preset)
+    if preset == "paper" and "paper" not in values and "full" in values:  # a caller's former name
         preset = "full"
     if preset not in values:
         raise ValueError(f"preset must be one of {sorted(values)}, got {preset!r}")

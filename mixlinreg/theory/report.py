@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ._study import CLAIM, DIFFER, NOTE, PRESETS, SAME, UNDETERMINED, VERDICTS, StudyResult
+from ._study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, SAME, UNDETERMINED, VERDICTS, StudyResult,
+                     canonical_preset)
 
-_ORDER = ("full", "quick", "smoke")
+_ORDER = ("paper", "quick", "smoke")
 
 
 def _fmt_cell(v) -> str:
@@ -38,15 +39,14 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def load_results(out="figures/checks", preset="full", ids=None) -> dict:
+def load_results(out="figures/checks", preset="paper", ids=None) -> dict:
     """Latest record of each study in ``out``: the ``preset`` one if present, else the largest.
 
     Returns ``{ID: StudyResult}`` in the order of :data:`mixlinreg.theory.STUDIES`.
     """
     from . import STUDIES
 
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}")
+    preset = canonical_preset(preset)
     order = (preset,) + tuple(p for p in _ORDER if p != preset)
     out = Path(out)
     found = {}
@@ -68,20 +68,21 @@ def _rel(path: str, base: Path) -> str:
         return str(path)
 
 
-def report_command(path="paper_checks.md", out="figures/checks", preset="full") -> str:
+def report_command(path="paper_checks.md", out="figures/checks", preset="paper") -> str:
     """The command that writes the report ``path`` from the records in ``out`` and nothing else.
 
     Run from the report's folder; ``out`` is shown relative to it.
 
-    >>> report_command("paper_checks.md", "figures/checks", "full")
-    'mixlinreg check --report-only --preset full --out figures/checks --write paper_checks.md'
+    >>> report_command("paper_checks.md", "figures/checks", "paper")
+    'mixlinreg check --report-only --preset paper --out figures/checks --write paper_checks.md'
     """
     path = Path(path)
+    preset = canonical_preset(preset)
     return (f"mixlinreg check --report-only --preset {preset} --out "
             f"{_rel(str(out), path.parent) or '.'} --write {path.name}")
 
 
-def render(results: dict, base: Path, missing=(), *, out="figures/checks", preset="full",
+def render(results: dict, base: Path, missing=(), *, out="figures/checks", preset="paper",
            name="paper_checks.md") -> str:
     """The text of ``paper_checks.md`` for ``{ID: StudyResult}``; links relative to ``base``.
 
@@ -228,14 +229,67 @@ def refresh_locations(out="figures/checks") -> list:
     return changed
 
 
-def write_report(path="paper_checks.md", out="figures/checks", preset="full", ids=None) -> Path:
+def migrate_records(out="figures/checks") -> list:
+    """Rename the records made under a former preset name (``full``) to the new one (``paper``).
+
+    For every study ID, each file ``<ID>_full<suffix>`` in ``out`` (record, tables, figure) becomes
+    ``<ID>_paper<suffix>``, and in the JSON record the fields that name the preset follow: ``preset``,
+    the paths in ``table`` and ``figure``, and ``--preset full`` in ``command``. Nothing else in a
+    record changes (its numbers, verdict and text are the same measurement). A target that exists
+    already stops the migration before anything is renamed. Returns ``[(old, new), ...]``; running it
+    again finds nothing to do.
+    """
+    import json
+
+    from . import STUDIES
+    from ..harness.store import _atomic_write_text
+
+    out = Path(out)
+    moves = []
+    for old_name, new_name in FORMER_PRESETS.items():
+        for sid in STUDIES:
+            for path in sorted(out.glob(f"{sid}_{old_name}*")):
+                suffix = path.name[len(f"{sid}_{old_name}"):]
+                if suffix and suffix[0] not in "._":
+                    continue  # another study's file (an ID that extends this one)
+                moves.append((path, out / f"{sid}_{new_name}{suffix}", old_name, new_name))
+    clash = [str(new) for _, new, _, _ in moves if new.exists()]
+    if clash:
+        raise FileExistsError(f"migrate_records: {', '.join(clash)} exist already; move them away "
+                              "or remove the former records")
+    for path, new, old_name, new_name in moves:
+        if path.suffix == ".json":
+            d = json.loads(path.read_text())
+            if d.get("preset") == old_name:
+                d["preset"] = new_name
+            for key in ("table", "figure"):
+                if d.get(key):
+                    p = Path(d[key])
+                    d[key] = str(p.with_name(p.name.replace(f"_{old_name}", f"_{new_name}", 1)))
+            if d.get("command"):
+                d["command"] = d["command"].replace(f"--preset {old_name}", f"--preset {new_name}")
+            _atomic_write_text(new, json.dumps(d, indent=1))
+            path.unlink()
+        else:
+            path.rename(new)
+    return [(old, new) for old, new, _, _ in moves]
+
+
+def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:
     """Write ``paper_checks.md`` from the records under ``out`` (see :func:`load_results`)."""
     from . import STUDIES
     from ..harness.store import _atomic_write_text
 
     path = Path(path)
+    preset = canonical_preset(preset)
     results = load_results(out, preset=preset, ids=ids)
     missing = [s for s in (ids or STUDIES) if s not in results]
+    former = [p.name for s in missing for old in FORMER_PRESETS
+              for p in [Path(out) / f"{s}_{old}.json"] if p.exists()]
+    if former:
+        raise ValueError(f"records under a former preset name in {out}: {', '.join(former)}; "
+                         f"rename them first with `mixlinreg check --migrate-records --out {out}` "
+                         "(mixlinreg.theory.report.migrate_records)")
     text = render(results, path.parent if str(path.parent) else Path("."), missing, out=out,
                   preset=preset, name=path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
