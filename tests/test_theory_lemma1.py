@@ -12,6 +12,8 @@ from mixlinreg.theory.lemma1 import (_betacf, chernoff_exponent, exponent_from_a
                                      log_f_cdf, mc_agreement_verdict, misclassification_probability,
                                      placement, residual_eigenvalues, simulate_misclassification,
                                      worst_placement)
+from mixlinreg.theory.studies import get
+from mixlinreg.theory.studies import l1
 
 ALPHA = np.geomspace(0.005, 0.45, 7)
 RHO = np.geomspace(0.01, 1000.0, 9)
@@ -232,16 +234,78 @@ def test_input_errors():
 
 
 def test_l1_smoke(tmp_path):
-    r = run_study("L1", preset="smoke", out=tmp_path, store=None)
+    out, store = tmp_path / "out", tmp_path / "store"
+    r = run_study("L1", preset="smoke", out=out, store=store)
     assert r.verdict in VERDICTS
-    assert (tmp_path / "L1_smoke.png").exists() and (tmp_path / "L1_smoke.json").exists()
-    table = pd.read_csv(tmp_path / "L1_smoke.csv")
+    assert (out / "L1_smoke.png").exists() and (out / "L1_smoke.json").exists()
+    table = pd.read_csv(out / "L1_smoke_grid.csv")
     assert {"alpha", "rho", "E_worst", "form", "ratio", "phi1", "phi2", "psi",
             "E_collinear"} <= set(table.columns)
     assert np.all(table["ratio"] > 0)
-    curves = pd.read_csv(tmp_path / "L1_smoke_curves.csv")
-    assert {"part", "placement", "n_prime", "log_p", "E"} <= set(curves.columns)
+    curves = pd.read_csv(out / "L1_smoke.csv")  # every unit's rows
+    assert {"part", "placement", "n_prime", "log_p", "E", "unit"} <= set(curves.columns)
+    curves = curves[curves["part"] != "grid"]
     assert set(curves["placement"]) == {"collinear", "orthogonal_same", "orthogonal_opposite",
                                         "random", "worst"}
     assert (curves["part"] == "mc").any()
+    mc = pd.read_csv(out / "L1_smoke_mc.csv")
+    assert {"mc_wrong", "mc_machines", "p_exact", "mc_lo", "mc_hi", "inside"} <= set(mc.columns)
+    assert np.all((mc["mc_lo"] <= mc["mc_p"]) & (mc["mc_p"] <= mc["mc_hi"]))
     assert 1 <= len(r.numbers) <= 20
+    # a record: the location is the study's own, and every margin has its sensitivity line
+    assert r.location == get("L1").location and "Lemma 1 in Appendix A" in r.location
+    margins = get("L1").config("smoke").values["margins"]
+    sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
+    assert len(sens) == len([k for k in margins if not k.endswith("_neighbours")])
+    again = run_study("L1", preset="smoke", out=out, store=store)
+    assert again.units_computed == 0 and again.verdict == r.verdict  # resumed, same verdict
+    assert again.summary == r.summary
+
+
+def test_l1_units_are_named_and_config_checked():
+    params = get("L1").config("smoke").values
+    names = [n for n, _ in l1.units(params)]
+    assert len(set(names)) == len(names)
+    p = params["params"]
+    assert sum(n.startswith("grid_") for n in names) == p["n_alpha"]
+    assert sum(n.startswith("curves_") for n in names) == len(p["config_alpha"])
+    assert "curves_alpha=0.05_rho=100" in names
+    bad = {**params, "params": {**p, "config_rho": p["config_rho"][:-1]}}
+    with pytest.raises(ValueError, match="same length"):
+        l1.units(bad)
+    bad = {**params, "params": {**p, "config_alpha": [0.05, 0.05], "config_rho": [1.0, 1.0]}}
+    with pytest.raises(ValueError, match="must differ"):
+        l1.units(bad)
+    bad = {**params, "params": {**p, "slope_nE_lo": 700.0}}
+    with pytest.raises(ValueError, match="slope_nE_lo"):
+        l1.units(bad)
+
+
+def test_l1_curve_unit_draws_only_from_its_stream():
+    params = get("L1").config("smoke").values
+    p = {**params["params"], "n_random": 2, "mc_machines": 200, "mc_n_max": 4, "n_curve": 5}
+    spec = {"part": "curves", "config": 0, "alpha": 0.25, "rho": 1.0}
+    one = l1.compute(spec, {**params, "params": p}, np.random.default_rng(3), None)
+    two = l1.compute(spec, {**params, "params": p}, np.random.default_rng(3), None)
+    pd.testing.assert_frame_equal(one, two)
+    other = l1.compute(spec, {**params, "params": p}, np.random.default_rng(4), None)
+
+    def fixed(df):  # the named and the worst placements' exact curves do not use the stream
+        keep = (df["part"] == "curve") & (df["placement"] != "random")
+        return df[keep].dropna(axis=1, how="all").reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(fixed(one), fixed(other))
+    rand_one, rand_other = (df[(df["part"] == "curve") & (df["placement"] == "random")]
+                            for df in (one, other))
+    assert not np.allclose(rand_one["log_p"].to_numpy(), rand_other["log_p"].to_numpy())
+
+
+def test_l1_rate_fits_recover_a_planted_slope():
+    n = np.arange(100, 116)
+    curves = pd.DataFrame({"part": "rate", "config": 0, "alpha": 0.1, "rho": 1.0,
+                           "placement": "collinear", "draw": 0, "n_prime": n, "E": 0.5,
+                           "log_p": -0.5 * n + 3.0})
+    f = l1.rate_fits(curves)
+    assert len(f) == 1
+    assert f["ratio"].iloc[0] == pytest.approx(1.0)
+    assert f["ratio_lo"].iloc[0] == pytest.approx(1.0) and f["ratio_hi"].iloc[0] == pytest.approx(1.0)

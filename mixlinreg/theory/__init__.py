@@ -21,7 +21,7 @@ from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDIC
 # ID -> (module, function, one-line title). Order is the order of paper_checks.md. Module and
 # function are None for a study record (mixlinreg/theory/studies/<id>.py), which run_study finds.
 STUDIES = {
-    "L1": ("lemma1", "run_l1", "Lemma 1: misclassification probability"),
+    "L1": (None, None, "Lemma 1: misclassification probability"),
     "T1": (None, None, "Theorem 1: one-step contraction by 1/2"),
     "C1": ("linear", "run_c1", "Corollary 1: error floor and iteration count"),
     "A0": (None, None, "Assumption 1: slightly better than random suffices (k = 2)"),
@@ -41,11 +41,6 @@ STUDIES = {
 # version, Figure 2 of the NeurIPS version). These are the studies not yet records; a record
 # (mixlinreg/theory/studies/<id>.py) holds its own location. See location().
 LOCATIONS = {
-    "L1": ("Lemma 1 in Appendix A of the long version (the proof of Theorem 1; the lemma's own "
-           "proof in Appendix A.1), used for Theorem 1, Section 5.1; the NeurIPS version's main "
-           "text has no Lemma 1 (its appendix, in the supplementary material, is not in the copy "
-           "checked): its Theorem 1 (Section 5.1) carries the same misclassification term with "
-           "alpha fixed, c3 exp(-c4 (rho/(rho+1))^2 n')"),
     "C1": ("Corollary 1, Section 5.1 of the long version (and the discussion after it; proof in "
            "Appendix B); Corollary 1, Section 5.1 of the NeurIPS version, stated there from models "
            "within Delta/4, with T = log(Delta/(4 eps)) (no '2 +')"),
