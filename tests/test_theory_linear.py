@@ -1,6 +1,7 @@
-"""Studies T1 (Theorem 1) and C1 (Corollary 1): verdict rules, exact formulas, smoke runs.
+"""Studies T1 (Theorem 1) and C1 (Corollary 1): verdict rules, exact formulas, the C1 record.
 
-The T1 study record itself (region rule, starts, smoke run) is tested in ``test_theory_t1.py``.
+The T1 study record itself (region rule, starts, smoke run) is tested in ``test_theory_t1.py``;
+the C1 record (``mixlinreg/theory/studies/c1.py``) here.
 
 Monte Carlo tolerances: a sample mean of ``n`` independent draws is compared with its exact
 expectation within 4 standard errors (estimated from the same draws), a false alarm rate of about
@@ -20,6 +21,8 @@ from mixlinreg.baselines import oracle
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import linear as L
 from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from mixlinreg.theory.studies import c1, get
+from mixlinreg.theory.studies.t1 import _exp_fit
 from mixlinreg.stats import Fit, linear_slope, loglog_slope
 
 
@@ -70,13 +73,13 @@ def test_t1_rule_on_simulated_contraction(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     d, N = 10, 1000
     logs = _simulate_steps(rng, 0.25, d, N, n_seeds=30, n_steps=5)
-    fit = L._exp_fit(logs, rng)
+    fit = _exp_fit(logs, 2000, rng)
     allowance = float(L.t1_allowance(0.25, d, N))
     assert L.t1_verdict(fit, allowance, margin=0.01) in (HOLDS, CAVEAT)
     assert L.t1_verdict(fit, allowance=0.3, claimed=0.3, margin=0.01) == NOT_SUPPORTED  # wrong
 
     logs_big = _simulate_steps(rng, 1.0, d, N, n_seeds=30, n_steps=5)
-    fit_big = L._exp_fit(logs_big, rng)
+    fit_big = _exp_fit(logs_big, 2000, rng)
     assert L.t1_verdict(fit_big, float(L.t1_allowance(1.0, d, N)), margin=0.01) == NOT_SUPPORTED
 
 
@@ -86,14 +89,23 @@ def test_exponent_verdicts_on_power_laws(global_random_seed):
     y = np.array([L.stationary_rms(0.25, 0.1, int(v), 960.0) for v in d])
     y = y * np.exp(rng.normal(0.0, 0.03, d.size))
     fit = loglog_slope(d, y, rng=rng)
-    assert L.exponent_verdict(fit, 0.5) == HOLDS
-    assert L.exponent_verdict(fit, 1.0) == NOT_SUPPORTED  # deliberately wrong exponent
+    mg = 0.1  # the exponent margin of experiments/studies/C1.toml
+    assert L.exponent_verdict(fit, 0.5, margin=mg) == HOLDS
+    assert L.exponent_verdict(fit, 1.0, margin=mg) == NOT_SUPPORTED  # deliberately wrong exponent
 
     p = np.repeat([1 / 8, 1 / 6, 1 / 4, 1 / 3, 1 / 2], 6)
     noise = np.exp(rng.normal(0.0, 0.03, p.size))
-    assert L.p_exponent_verdict(loglog_slope(p, p**-0.5 * noise, rng=rng)) == CAVEAT
-    assert L.p_exponent_verdict(loglog_slope(p, p**-1.0 * noise, rng=rng)) == HOLDS
-    assert L.p_exponent_verdict(loglog_slope(p, p**-1.6 * noise, rng=rng)) == NOT_SUPPORTED
+    assert L.p_exponent_verdict(loglog_slope(p, p**-0.5 * noise, rng=rng), margin=mg) == CAVEAT
+    assert L.p_exponent_verdict(loglog_slope(p, p**-1.0 * noise, rng=rng), margin=mg) == HOLDS
+    assert L.p_exponent_verdict(loglog_slope(p, p**-1.6 * noise, rng=rng),
+                                margin=mg) == NOT_SUPPORTED
+    # no threshold hides in the code: the margin is a required argument
+    with pytest.raises(TypeError, match="margin"):
+        L.exponent_verdict(fit, 0.5)
+    with pytest.raises(TypeError, match="margin"):
+        L.p_exponent_verdict(fit)
+    with pytest.raises(ValueError, match="margin"):
+        L.exponent_verdict(fit, 0.5, margin=-0.1)
 
 
 def test_linear_slope(global_random_seed):
@@ -227,10 +239,37 @@ def _check_run(res, tmp_path, sid, columns):
 
 
 def test_c1_smoke(tmp_path):
-    res = run_study("C1", preset="smoke", out=tmp_path, store=None)
+    res = run_study("C1", preset="smoke", out=tmp_path, store=tmp_path / "store")
     _check_run(res, tmp_path, "C1", ["factor", "level", "seed", "plateau", "oracle_rms",
-                                     "iters_to_2eps", "mis_window", "stationary_pred"])
+                                     "emax_0", "emax_12", "mis_window", "stationary_pred"])
     assert res.numbers["what"].str.contains("exponent of eps in p").any()
+    assert res.location == get("C1").location and "Corollary 1, Section 5.1" in res.location
+    # the audit's scope statement, and one sensitivity line per margin of the config
+    assert any("Equal cluster sizes only" in c and "p_max > 3p" in c for c in res.caveats)
+    sens = [c for c in res.caveats if c.startswith("Sensitivity: ")]
+    assert len(sens) == 2 and any("exponent margin" in c for c in sens)
+    units = pd.read_csv(tmp_path / "C1_smoke_units.csv")
+    assert len(units) == 5 * 2 * 2  # factors x levels x seeds of the smoke preset
+    again = run_study("C1", preset="smoke", out=tmp_path, store=tmp_path / "store")
+    assert again.units_computed == 0 and again.verdict == res.verdict  # resumed, same verdict
+
+
+def test_c1_units_are_named_and_checked():
+    params = get("C1").config("smoke").values
+    names = [n for n, _ in c1.units(params)]
+    assert len(names) == len(set(names)) == 5 * 2 * 2
+    assert "p_k4_seed1" in names and "sigma_0.025_seed0" in names
+    bad = {"params": dict(params["params"], m_levels=[48, 49]), "margins": params["margins"]}
+    with pytest.raises(ValueError, match="m divisible by k"):
+        c1.units(bad)
+
+
+def test_c1_iteration_count_from_the_trace():
+    # first iterate whose max-over-clusters error is <= target x eps; -1 if none
+    t = pd.DataFrame({"plateau_unit": [0.1, 0.1], "emax_0": [1.0, 1.0], "emax_1": [0.3, 0.5],
+                      "emax_2": [0.15, 0.4], "emax_10": [0.1, 0.35]})
+    assert c1._iters_to(t, 2.0).tolist() == [2, -1]
+    assert c1._iters_to(t, 3.0).tolist() == [1, -1]
 
 
 def test_oracle_theta_refuses_rank_deficient_clusters():

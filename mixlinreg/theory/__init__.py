@@ -23,7 +23,7 @@ from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDIC
 STUDIES = {
     "L1": (None, None, "Lemma 1: misclassification probability"),
     "T1": (None, None, "Theorem 1: one-step contraction by 1/2"),
-    "C1": ("linear", "run_c1", "Corollary 1: error floor and iteration count"),
+    "C1": (None, None, "Corollary 1: error floor and iteration count"),
     "A0": (None, None, "Assumption 1: slightly better than random suffices (k = 2)"),
     "T2": (None, None, "Theorem 2: contraction 1 - p lambda / (8 L)"),
     "C2": ("convex", "run_c2", "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
@@ -41,9 +41,6 @@ STUDIES = {
 # version, Figure 2 of the NeurIPS version). These are the studies not yet records; a record
 # (mixlinreg/theory/studies/<id>.py) holds its own location. See location().
 LOCATIONS = {
-    "C1": ("Corollary 1, Section 5.1 of the long version (and the discussion after it; proof in "
-           "Appendix B); Corollary 1, Section 5.1 of the NeurIPS version, stated there from models "
-           "within Delta/4, with T = log(Delta/(4 eps)) (no '2 +')"),
     "C2": ("Corollary 2, Section 5.2 of the long version (proof in Appendix D; the rate "
            "O~(1/sqrt(mn) + 1/n) in the discussion after it); Theorem 2, Section 5.2 of the NeurIPS "
            "version (proof in its Appendix B), with T = (8L/(p lambda)) log(Delta/(2 eps)) and the "
