@@ -1,4 +1,8 @@
-"""Tests of the loss constants (Assumptions 3-5) and of the studies T2 and C2 (Section 5.2)."""
+"""Tests of the loss constants (Assumptions 3-5) and of the studies T2 and C2 (Section 5.2).
+
+Both studies are records (``mixlinreg/theory/studies/t2.py``, ``c2.py``); their smoke presets run
+here through :func:`mixlinreg.theory.run_study`.
+"""
 
 import numpy as np
 import pandas as pd
@@ -6,7 +10,8 @@ import pytest
 from scipy.special import expit
 
 import mixlinreg as mlr
-from mixlinreg.theory import HOLDS, NOT_SUPPORTED, VERDICTS, run_study
+from mixlinreg.theory import CAVEAT, HOLDS, NOT_SUPPORTED, VERDICTS, run_study
+from mixlinreg.theory.studies import c2, get
 from mixlinreg.theory.bounds import theorem2_factor
 from mixlinreg.theory.constants import (loss_constants, loss_parts, population_minimizers,
                                         sample_cluster, squared_analytic)
@@ -230,3 +235,30 @@ def test_smoke_run(study, columns, tmp_path):
     assert columns <= set(table.columns)
     assert len(r.numbers) <= 15
     assert r.summary and r.claim and "Section 5.2" in r.location
+    if study == "C2":
+        assert r.location == get("C2").location
+        assert "The rule is weak" in r.summary  # the audit: why the rule can hardly fail
+        sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
+        assert len(sens) == 2 and any("log allowance multiple" in c for c in sens)
+        fits = pd.read_csv(tmp_path / "C2_smoke_fits.csv")
+        assert {"n_slope", "m_slope_n10", "a", "b"} <= set(fits["quantity"])
+
+
+def test_c2_units_and_overall_rule():
+    params = get("C2").config("smoke").values
+    names = [n for n, _ in c2.units(params)]
+    # the n' sweep at m0 = 20 and the m sweep at n' = 10, both losses, no cell twice
+    assert names == [f"c2_{loss}_m={m}_n={n}" for loss in ("logistic", "huber")
+                     for m, n in [(10, 10), (20, 5), (20, 10)]]
+    bad = {"params": dict(params["params"], losses=["squared"]), "margins": params["margins"]}
+    with pytest.raises(ValueError, match="params.losses"):
+        c2.units(bad)
+    good = Fit(-0.6, -0.7, -0.55, 30)
+    f = {"n_slope": good, "m_slopes": {10: Fit(-0.1, -0.2, 0.02, 30)}, "log_allowance": 0.15,
+         "b": Fit(0.5, 0.2, 0.8, 6), "excess_large": Fit(0.0005, 0.0, 0.001, 16),
+         "pred_excess_large": 0.5 / 160}
+    assert c2._rules(f, 1.0) == [HOLDS, HOLDS]
+    assert c2._rules(f, 0.0) == [HOLDS, "inconclusive"]  # no allowance: 0.02 > 0
+    # the excess at the largest n' (<= 0.001) is below half of b/n' = 0.003125: 1/n' term loose
+    assert c2._overall({"x": f}, 1.0, 0.5) == CAVEAT
+    assert c2._overall({"x": f}, 1.0, 0.25) == HOLDS

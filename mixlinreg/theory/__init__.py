@@ -26,7 +26,7 @@ STUDIES = {
     "C1": (None, None, "Corollary 1: error floor and iteration count"),
     "A0": (None, None, "Assumption 1: slightly better than random suffices (k = 2)"),
     "T2": (None, None, "Theorem 2: contraction 1 - p lambda / (8 L)"),
-    "C2": ("convex", "run_c2", "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
+    "C2": (None, None, "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
     "RS": (None, None, "Section 6: random initialization with a few restarts"),
     "F2a": (None, None, "Figure 2(a): success rises with R (k = 2)"),
     "F2b": (None, None, "Figure 2(b): success rises with R (k = 4)"),
@@ -41,10 +41,6 @@ STUDIES = {
 # version, Figure 2 of the NeurIPS version). These are the studies not yet records; a record
 # (mixlinreg/theory/studies/<id>.py) holds its own location. See location().
 LOCATIONS = {
-    "C2": ("Corollary 2, Section 5.2 of the long version (proof in Appendix D; the rate "
-           "O~(1/sqrt(mn) + 1/n) in the discussion after it); Theorem 2, Section 5.2 of the NeurIPS "
-           "version (proof in its Appendix B), with T = (8L/(p lambda)) log(Delta/(2 eps)) and the "
-           "same rate in the discussion after it"),
     "D1": ("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "
            "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
            "that figure"),
