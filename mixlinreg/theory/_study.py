@@ -344,8 +344,6 @@ def pick(preset: str, **values):
     3
     """
     preset = FORMER_PRESETS.get(preset, preset)
-    if preset == "paper" and "paper" not in values and "full" in values:  # a caller's former name
-        preset = "full"
     if preset not in values:
         raise ValueError(f"preset must be one of {sorted(values)}, got {preset!r}")
     return values[preset]
