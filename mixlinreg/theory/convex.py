@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import nnls
 
 from .._validation import check_float, check_int
@@ -59,7 +60,7 @@ from . import bounds
 from .constants import LOSSES, loss_constants, population_minimizers
 
 __all__ = ["LOSS_SETUPS", "draw_cluster_data", "init_at_distance", "transient_mask",
-           "theorem2_radius", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts"]
+           "theorem2_radius", "constants_piece", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts"]
 
 D = 5
 K = 2
@@ -217,6 +218,35 @@ def theorem2_radius(loss, theta_star, *, alpha0=ALPHA0, n_bisect=4, sigma=None, 
 
 
 # ------------------------------------------------------------------------------ verdict rules
+
+
+def constants_piece(loss, p):
+    """The shared piece of studies T2 and C2 for ``loss``: ``compute(rng) -> DataFrame``.
+
+    One row per cluster with the loss's constants on Theorem 2's ball
+    (:func:`theorem2_radius` at the setting :data:`LOSS_SETUPS` ``[loss]``, Monte Carlo sizes and
+    ``alpha0`` from the study's params ``p``), the ball's radius and the population minimizers
+    (``center_0 ... center_{D-1}``); the seed of the Monte Carlo is drawn from ``rng``.
+    """
+    setup = LOSS_SETUPS[loss]
+
+    def compute(rng):
+        c, phi, alpha_eff = theorem2_radius(
+            loss, theta_star_of(setup["R"]), alpha0=p["alpha0"], sigma=setup["sigma"],
+            df=setup["df"], l2=setup["l2"], huber_delta=setup["huber_delta"],
+            seed=int(rng.integers(2**31)), n_samples=p["n_samples"], n_line=p["n_line"],
+            n_points=p["n_points"], n_bisect=p["n_bisect"])
+        rows = []
+        for j in range(K):
+            row = {"loss": loss, "cluster": j, "lam": c.lam, "L": c.L, "eta2": c.eta2, "v2": c.v2,
+                   "delta": c.delta, "radius": c.radius, "phi_radius": phi,
+                   "alpha_eff": alpha_eff, "n_samples": c.n_samples, "n_line": c.n_line,
+                   "n_points": c.n_points}
+            row.update({f"center_{q}": float(c.centers[j, q]) for q in range(D)})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    return compute
 
 
 def t2_verdict(fit, p, lam, L, margin=0.0):

@@ -28,8 +28,8 @@ from ...ifca import ifca
 from ...stats import Fit, bootstrap, loglog_slope
 from .. import bounds
 from .._study import CAVEAT, HOLDS, combine
-from ..convex import (D, K, LOSS_SETUPS, c2_verdicts, draw_cluster_data, init_at_distance,
-                      log_allowance, nnls_rate, theorem2_radius, theta_star_of)
+from ..convex import (D, K, LOSS_SETUPS, c2_verdicts, constants_piece, draw_cluster_data,
+                      init_at_distance, log_allowance, nnls_rate, theta_star_of)
 from ..study import Study, Verdict, sensitivity_line
 
 SCHEMA = {
@@ -74,29 +74,6 @@ def units(params):
             for loss in p["losses"] for m, n_prime in _cells(p)]
 
 
-def _constants(loss, p):
-    """The shared piece of a loss: its constants on Theorem 2's ball and the centres."""
-    setup = LOSS_SETUPS[loss]
-
-    def compute(rng):
-        c, phi, alpha_eff = theorem2_radius(
-            loss, theta_star_of(setup["R"]), alpha0=p["alpha0"], sigma=setup["sigma"],
-            df=setup["df"], l2=setup["l2"], huber_delta=setup["huber_delta"],
-            seed=int(rng.integers(2**31)), n_samples=p["n_samples"], n_line=p["n_line"],
-            n_points=p["n_points"], n_bisect=p["n_bisect"])
-        rows = []
-        for j in range(K):
-            row = {"loss": loss, "cluster": j, "lam": c.lam, "L": c.L, "eta2": c.eta2, "v2": c.v2,
-                   "delta": c.delta, "radius": c.radius, "phi_radius": phi,
-                   "alpha_eff": alpha_eff, "n_samples": c.n_samples, "n_line": c.n_line,
-                   "n_points": c.n_points}
-            row.update({f"center_{q}": float(c.centers[j, q]) for q in range(D)})
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    return compute
-
-
 def _ifca_kw(loss):
     s = LOSS_SETUPS[loss]
     # one numba thread: these calls are small, and under CPU contention a parallel kernel waits on
@@ -108,7 +85,7 @@ def _ifca_kw(loss):
 def compute(spec, params, rng, shared):
     p = params["params"]
     loss, m, n_prime = spec["loss"], spec["m"], spec["n_prime"]
-    cons = shared(f"constants_{loss}", _constants(loss, p)).sort_values("cluster")
+    cons = shared(f"constants_{loss}", constants_piece(loss, p)).sort_values("cluster")
     centers = cons[[f"center_{q}" for q in range(D)]].to_numpy()
     L, lam, radius, delta = (float(cons[c].iloc[0]) for c in ("L", "lam", "radius", "delta"))
     T = p["T"]

@@ -20,8 +20,8 @@ from ...ifca import ifca
 from ...stats import Fit, contraction_factor
 from .. import bounds
 from .._study import INCONCLUSIVE, combine
-from ..convex import (D, K, LOSS_SETUPS, draw_cluster_data, init_at_distance, t2_verdict,
-                      theorem2_radius, theta_star_of, transient_mask)
+from ..convex import (D, K, LOSS_SETUPS, constants_piece, draw_cluster_data, init_at_distance,
+                      t2_verdict, theta_star_of, transient_mask)
 from ..study import Study, Verdict, sensitivity_line
 
 SCHEMA = {
@@ -57,32 +57,10 @@ def units(params):
             for loss in p["losses"] for ci, (ps, n) in enumerate(_configs(p))]
 
 
-def _constants(loss, p):
-    """The shared piece of a loss: its constants on the theorem's ball and the centres."""
-    setup = LOSS_SETUPS[loss]
-
-    def compute(rng):
-        c, phi, alpha_eff = theorem2_radius(
-            loss, theta_star_of(setup["R"]), alpha0=p["alpha0"], sigma=setup["sigma"],
-            df=setup["df"], l2=setup["l2"], huber_delta=setup["huber_delta"],
-            seed=int(rng.integers(2**31)), n_samples=p["n_samples"], n_line=p["n_line"],
-            n_points=p["n_points"], n_bisect=p["n_bisect"])
-        rows = []
-        for j in range(K):
-            row = {"loss": loss, "cluster": j, "lam": c.lam, "L": c.L, "eta2": c.eta2,
-                   "v2": c.v2, "delta": c.delta, "radius": c.radius, "phi_radius": phi,
-                   "alpha_eff": alpha_eff}
-            row.update({f"center_{q}": float(c.centers[j, q]) for q in range(D)})
-            rows.append(row)
-        return pd.DataFrame(rows)
-
-    return compute
-
-
 def compute(spec, params, rng, shared):
     p = params["params"]
     loss, n_prime = spec["loss"], spec["n_prime"]
-    cons = shared(f"constants_{loss}", _constants(loss, p)).sort_values("cluster")
+    cons = shared(f"constants_{loss}", constants_piece(loss, p)).sort_values("cluster")
     centers = cons[[f"center_{q}" for q in range(D)]].to_numpy()
     lam, L, radius = (float(cons[c].iloc[0]) for c in ("lam", "L", "radius"))
     m, T, runs = p["m"], p["T"], p["runs"]
