@@ -203,8 +203,27 @@ def test_rebuild_d1_is_idempotent_and_keeps_the_run(tmp_path):
     assert d1.rebuild_d1(tmp_path, "paper").to_json() == first.to_json()
     for key in ("command", "seed", "seconds", "table", "figure", "units_resumed"):
         assert getattr(first, key) == getattr(before, key)
-    assert any(c.startswith("Cross-check:") for c in first.caveats)  # the run's caveats stay
+    run = [c for c in before.caveats if c.startswith("The theta* comparison uses")]
+    assert run and all(c in first.caveats for c in run)  # the run's caveats stay
     assert d1.main(["--out", str(tmp_path)]) == 0
+
+
+def test_d1_code_arm_reproduces_the_committed_quick_summary():
+    """D1's code-scaling runs are the fig2a quick preset's runs: same seeds, same success counts.
+
+    D1 runs the fig2a grid with the quick protocol and the config's seed; its first trials are the
+    quick preset's trials, so their successes must equal the committed quick summary cell by cell
+    (this replaces the run-time cross-check D1 made when it read that summary by path)."""
+    trials = pd.read_csv(ROOT / "figures" / "checks" / "D1_paper_trials.csv")
+    summ = pd.read_csv(ROOT / "figures" / "fig2a_quick_summary.csv")
+    T = int(summ["trials"].max())
+    code = trials[(trials["theta_scale"] == "code") & (trials["trial"] < T)]
+    got = code.groupby(["R", "sigma"]).agg(authors=("authors", "sum"), text=("text", "sum"))
+    want = summ.set_index(["R", "sigma"])[["succ_authors", "succ_text"]]
+    joined = got.join(want, how="inner")
+    assert len(joined) == len(summ) == 20
+    assert (joined["authors"] == joined["succ_authors"]).all()
+    assert (joined["text"] == joined["succ_text"]).all()
 
 
 # ----------------------------------------------------------------------------- separations

@@ -238,7 +238,7 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
     rule_other = moves[(moves["family"] == "rule") & (moves["panel"] != "a")]
     if len(rule_other):
         nesting += (f"; on the {int(rule_other['trials'].sum())} cell-trials of panels "
-                    f"{', '.join(sorted(rule_other['panel'].unique()))} "
+                    f"{', '.join(sorted(rule_other['panel'].unique()))} it did so "
                     f"{int(rule_other['only_second'].sum())} times")
     caveats = [
         "Comparisons (first minus second): "
