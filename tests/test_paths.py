@@ -18,10 +18,9 @@ import mixlinreg.theory
 from mixlinreg._paths import output_dir, output_file, plain_name
 from mixlinreg.cli import main
 from mixlinreg.harness import ResultStore, load_config, run_experiment
+from mixlinreg.harness._tiny import tiny_text
 from mixlinreg.harness.config import Experiment
 from mixlinreg.theory import Context
-
-from test_store_integrity import TINY
 
 BAD_NAMES = ["mygrids/conc", "../../x", "..", ".", "", "/abs", "a b", "x\\y", ".hidden", "-x",
              "a/../b", "x" * 101, "é", 3, None]
@@ -54,7 +53,7 @@ def test_a_name_that_passes_is_one_path_component(name):
 def test_a_config_name_that_is_a_path_is_refused_and_nothing_is_written(tmp_path, name):
     cfg = tmp_path / "cfg" / "c.toml"
     cfg.parent.mkdir()
-    cfg.write_text(f'name = "{name}"\n' + TINY.format(trials=1, seed=1).replace('name = "tiny"', ""))
+    cfg.write_text(f'name = "{name}"\n' + tiny_text(trials=1, seed=1).replace('name = "tiny"', ""))
     with pytest.raises(ValueError, match="name must be a plain name"):
         load_config(cfg, "paper")
     out = tmp_path / "a" / "out"
@@ -66,11 +65,11 @@ def test_a_config_name_that_is_a_path_is_refused_and_nothing_is_written(tmp_path
 
 def test_a_config_file_stem_or_preset_that_is_not_a_plain_name_is_refused(tmp_path):
     cfg = tmp_path / "two words.toml"
-    cfg.write_text(TINY.format(trials=1, seed=1).replace('name = "tiny"', ""))
+    cfg.write_text(tiny_text(trials=1, seed=1).replace('name = "tiny"', ""))
     with pytest.raises(ValueError, match="set name ="):
         load_config(cfg, "paper")
     cfg = tmp_path / "ok.toml"
-    cfg.write_text(TINY.format(trials=1, seed=1) + '\n[presets."../up".protocol]\ntrials = 1\n')
+    cfg.write_text(tiny_text(trials=1, seed=1) + '\n[presets."../up".protocol]\ntrials = 1\n')
     # presets are one fixed vocabulary (smoke, quick, paper): anything else is refused by name
     with pytest.raises(ValueError, match=r"preset must be one of \['smoke', 'quick', 'paper'\], got '../up'"):
         load_config(cfg, "../up")
@@ -121,7 +120,7 @@ def _cli_error(argv, match):
 
 def _tiny_cfg(tmp_path):
     cfg = tmp_path / "tiny.toml"
-    cfg.write_text(TINY.format(trials=2, seed=1))
+    cfg.write_text(tiny_text(trials=2, seed=1))
     return cfg
 
 
