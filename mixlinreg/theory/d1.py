@@ -613,9 +613,14 @@ def run_d1(ctx):
         stores[p] = store
         sources[p] = {"store": store.path.name, "units": len(done),
                       "of": len(store.exp.units()), "sha256": _store_digest(store, done)}
-    ctx.params = {"figure2_store": root, "figure2_preset": fpreset, "sources": sources,
-                  "alpha": ALPHA, "margin": MOVE_MARGIN,
-                  "experiments": {s: e.canonical() for s, e in exps.items()}}
+    # the store key: what the note asks of its inputs, not their current contents (a store that
+    # grew is re-read through the rules units, named by the store's digest, below)
+    ctx.params = {"figure2_store": root, "figure2_preset": fpreset, "alpha": ALPHA,
+                  "margin": MOVE_MARGIN, "experiments": {s: e.canonical() for s, e in exps.items()}}
+    if sources:
+        caveats.append("Runs read: " + "; ".join(
+            f"panel {p}: {src['store']} under {root}, {src['units']} of {src['of']} units "
+            f"(sha256 of the units {src['sha256']})" for p, src in sources.items()) + ".")
 
     # (2) + (3): re-scoring the existing runs of each panel, trial by trial
     moves, rules = [], {}

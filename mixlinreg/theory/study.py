@@ -155,7 +155,7 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
         Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
         return ctx.result(title=study.title, claim=study.claim, location=study.location,
                           verdict=INCONCLUSIVE, summary=f"No results to read: {exc}",
-                          numbers=pd.DataFrame(columns=["what"]), caveats=[])
+                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[])
     names = [n for n, _ in units]
     for n in names:  # the rule of Context.unit, checked before anything is computed
         if not isinstance(n, str) or not n or not n[0].isalnum() or any(
