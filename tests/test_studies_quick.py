@@ -6,7 +6,7 @@ way ``mixlinreg check --preset quick`` does, and checks what every record must h
 
 import pytest
 
-from mixlinreg.theory import STUDIES, VERDICTS, run_study
+from mixlinreg.theory import INCONCLUSIVE, STUDIES, VERDICTS, run_study
 from mixlinreg.theory._study import NOTE, NOTE_OUTCOMES
 from mixlinreg.theory import studies as records
 
@@ -19,7 +19,9 @@ def test_quick_preset_makes_a_complete_record(study_id, tmp_path):
     assert r.claim and r.location and r.summary
     assert (tmp_path / f"{study_id}_quick.json").exists()
     assert len(r.numbers) >= 1
-    if records.ported(study_id):  # study records state how the verdict moves with its margins
+    if "missing input" in r.numbers.columns:  # F2x's quick stores are not made here: it says how
+        assert r.verdict == INCONCLUSIVE and "mixlinreg reproduce" in r.summary
+    elif records.ported(study_id):  # study records state how the verdict moves with its margins
         assert any(c.startswith("Sensitivity: ") for c in r.caveats)
     again = run_study(study_id, preset="quick", out=tmp_path, store=tmp_path / "store")
     assert again.units_computed == 0 and again.verdict == r.verdict  # resumed, same verdict
