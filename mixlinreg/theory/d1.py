@@ -267,8 +267,6 @@ def _read_table(out, name):
 
 def _fixed_sigma(moves):
     """Sigma of the panels whose rows carry none: the single sigma of their config's grid."""
-    from ..harness.config import load_config
-
     sigma = moves["sigma"] if "sigma" in moves.columns else pd.Series(np.nan, index=moves.index)
     fixed = {}
     for panel in sorted(moves.loc[sigma.isna(), "panel"].unique()):
@@ -379,17 +377,14 @@ def _rules_from_rows(rows, plus):
 
 
 def _panel_store(root, panel, preset):
-    """``(store, None)`` for Figure 2 panel ``panel``'s store found by its config, or
-    ``(None, why)`` naming the command that makes it."""
-    exp = load_config(f"fig2{panel}", preset)
+    """``(store, None)`` for Figure 2 panel ``panel``'s store (:func:`~mixlinreg.theory.study.
+    figure2_store`), or ``(None, why)`` naming the command that makes it."""
+    from .study import MissingInput, figure2_store
+
     try:
-        store = ResultStore.find(root, exp)
-    except FileNotFoundError as exc:
+        return figure2_store(f"fig2{panel}", preset, root), None
+    except MissingInput as exc:
         return None, str(exc)
-    if not store.done(warn=False):
-        return None, (f"the {exp.name} store under {root} has no finished unit: make them with "
-                      f"`mixlinreg reproduce {exp.name} --preset {preset} --out {root}`")
-    return store, None
 
 
 def _store_digest(store, done):

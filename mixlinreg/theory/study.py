@@ -32,8 +32,8 @@ Adding a study is one module under ``mixlinreg/theory/studies/`` and one config.
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -43,7 +43,8 @@ from .. import config as _config
 from .._paths import plain_name
 from ._study import INCONCLUSIVE, VERDICTS, Context, StudyResult
 
-__all__ = ["Study", "Verdict", "MissingInput", "run", "unit_rng", "sensitivity_line"]
+__all__ = ["Study", "Verdict", "MissingInput", "figure2_store", "run", "unit_rng",
+           "sensitivity_line"]
 
 
 class MissingInput(FileNotFoundError):
@@ -52,6 +53,27 @@ class MissingInput(FileNotFoundError):
     Raised by a study's ``units``; :func:`run` turns it into an inconclusive record (nothing is
     computed, no store or figure is made).
     """
+
+
+def figure2_store(panel, preset, root):
+    """The store of Figure 2 panel ``panel`` (``"fig2a"``) at ``preset`` under ``root``, for reading.
+
+    Found by the panel's config (its hash names the folder, as ``mixlinreg reproduce --out root``
+    makes it); never made. Raises :class:`MissingInput` naming the command that makes the runs when
+    the store is absent or holds no finished unit. Used by RS, F2a-F2d and D1.
+    """
+    from ..harness import ResultStore, load_config
+
+    exp = load_config(panel, preset)
+    try:
+        store = ResultStore.find(root, exp)
+    except FileNotFoundError as exc:
+        raise MissingInput(str(exc)) from None
+    if not store.done(warn=False):
+        raise MissingInput(f"the {exp.name} store under {root} (preset {exp.preset}, config hash "
+                           f"{exp.hash()[:12]}) has no finished unit: make them with `mixlinreg "
+                           f"reproduce {exp.name} --preset {exp.preset} --out {root}`")
+    return store
 
 
 @dataclass

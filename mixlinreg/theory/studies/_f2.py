@@ -18,10 +18,10 @@ import hashlib
 import pandas as pd
 
 from ...config import Spec
-from ...harness import ResultStore, load_config, success_table
+from ...harness import load_config, success_table
 from .._study import combine
 from ..figure2 import _PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_verdict
-from ..study import MissingInput, Study, Verdict, sensitivity_line
+from ..study import Study, Verdict, figure2_store, sensitivity_line
 
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
@@ -41,27 +41,16 @@ def units(params):
     """One unit: the trend tests of the rows the panel's store holds now (named by their digest,
     so a store that grew is read again, never a stale cached table)."""
     p = params["params"]
-    exp = _experiment(params)
-    try:
-        store = ResultStore.find(p["figure2_store"], exp)
-    except FileNotFoundError as exc:
-        raise MissingInput(f"study F2{p['panel'][-1]} reads the runs of {exp.name} from its "
-                           f"store: {exc}") from None
+    store = figure2_store(p["panel"], p["figure2_preset"], p["figure2_store"])
     done = sorted(store.done(warn=False))
-    if not done:
-        raise MissingInput(f"study F2{p['panel'][-1]}: the {exp.name} store under "
-                           f"{p['figure2_store']} (preset {exp.preset}) has no finished unit: make "
-                           f"them with `mixlinreg reproduce {exp.name} --preset {exp.preset} --out "
-                           f"{p['figure2_store']}`")
     digest = hashlib.sha256("\n".join(done).encode()).hexdigest()[:12]
     return [(f"trend_tests_{len(done)}units_{digest}", {"units": len(done)})]
 
 
 def compute(spec, params, rng, shared):
     p = params["params"]
-    exp = _experiment(params)
-    summ = success_table(ResultStore.find(p["figure2_store"], exp).table(),
-                         exp.protocol["success_plus"])
+    store = figure2_store(p["panel"], p["figure2_preset"], p["figure2_store"])
+    summ = success_table(store.table(), store.exp.protocol["success_plus"])
     tests = _f2_tests(summ, p["panel"][-1])
     # the summary travels with the tests (one row per grid point, marked), for the figure
     summ = summ.assign(role="summary", panel=p["panel"][-1])

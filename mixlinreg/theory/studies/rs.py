@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 
 from ...config import Spec
-from ...harness import ResultStore, Unit, load_config, run_unit
+from ...harness import Unit, load_config, run_unit
 from ..restarts import reduce_runs, rs_cell_stats, rs_verdict
-from ..study import MissingInput, Study, Verdict, sensitivity_line
+from ..study import Study, Verdict, figure2_store, sensitivity_line
 
 _PRESET = Spec("str", choices=("smoke", "quick", "paper"))
 _OPEN01 = dict(low=0, high=1, open="both")
@@ -49,28 +49,6 @@ SCHEMA = {
         "confidence_neighbours": Spec("list[float]", **_OPEN01),
     },
 }
-
-
-def figure2_store(panel, preset, root) -> ResultStore:
-    """The store of Figure 2 panel ``panel`` (``"fig2a"``) at ``preset`` under ``root`` (reading).
-
-    Found by the panel's config (its hash names the folder, as ``mixlinreg reproduce --out root``
-    makes it). Raises ``MissingInput`` (a ``FileNotFoundError``) naming the command that makes
-    the runs when the store is absent or holds no finished unit (the RS record is then
-    inconclusive, as for F2a-F2d).
-    """
-    exp = load_config(panel, preset)
-    make = f"`mixlinreg reproduce {exp.name} --preset {exp.preset} --out {root}`"
-    try:
-        store = ResultStore.find(root, exp)
-    except FileNotFoundError as exc:
-        raise MissingInput(f"study RS reads the runs of {exp.name} from its store: {exc}") \
-            from None
-    if not store.done(warn=False):
-        raise MissingInput(f"study RS: the {exp.name} store under {root} (preset "
-                                f"{exp.preset}, config hash {exp.hash()[:12]}) has no finished "
-                                f"unit: make them with {make}")
-    return store
 
 
 def _panel_b(params, seed):
