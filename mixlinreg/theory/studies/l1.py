@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ...config import Spec
-from ...stats import Fit, verdict_equal, wilson_interval
+from ...stats import Fit, _ols_slope, verdict_equal, wilson_interval
 from .. import bounds
 from .._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..lemma1 import (PLACEMENTS, chernoff_exponent, form_verdict, mc_agreement_verdict,
@@ -204,19 +204,14 @@ def compute(spec, params, rng, shared):
 # ------------------------------------------------------------------------------ analysis
 
 
-def _loglog(x, y):
-    lx, ly = np.log(x), np.log(y)
-    lx = lx - lx.mean()
-    return float(lx @ (ly - ly.mean()) / (lx @ lx))
-
-
 def _power_fit(grid, axis, by, k, largest=False):
     """Local power of E_worst in ``axis`` over its ``k`` smallest (or largest) grid values."""
     slopes = []
     for _, g in grid.groupby(by):
         g = g.sort_values(axis)
         sel = slice(-k, None) if largest else slice(None, k)
-        slopes.append(_loglog(g[axis].to_numpy()[sel], g["E_worst"].to_numpy()[sel]))
+        slopes.append(float(_ols_slope(np.log(g[axis].to_numpy()[sel]),
+                                       np.log(g["E_worst"].to_numpy()[sel]))))
     s = np.array(slopes)
     return Fit(float(np.median(s)), float(s.min()), float(s.max()), s.size)
 
@@ -236,8 +231,7 @@ def rate_fits(curves):
         half = n.size // 2
 
         def sl(sel):
-            u = n[sel] - n[sel].mean()
-            return float(u @ (lp[sel] - lp[sel].mean()) / (u @ u))
+            return float(_ols_slope(n[sel], lp[sel]))
 
         s_all, s_lo, s_hi = sl(slice(None)), sl(slice(0, half + 1)), sl(slice(half, None))
         r = [-s / E for s in (s_all, s_lo, s_hi)]
