@@ -2,6 +2,12 @@
 and heavy-tailed linear), and rows for true parameters the caller fixes (:func:`draw_rows`, the
 data of the theory studies). Every generator of the package draws its rows here.
 
+This module holds the containers (:class:`Mixture`, :class:`Trial`), the argument checks of the
+generators and the public generators themselves (:func:`draw_trial`, :func:`make_mixture`,
+:func:`make_student_t_mixture`, :func:`make_logistic_mixture`). The low-level draws they are built
+from (patterns, Gaussian arrays, noise, signals) and :func:`draw_rows` / :func:`draw_responses`
+live in the private module :mod:`mixlinreg._draws`; the two public ones are re-exported here.
+
 The initializations live in :mod:`mixlinreg.inits` (re-exported here), the separation ``Delta``
 and centres at an exact separation in :mod:`mixlinreg.geometry`.
 
@@ -34,11 +40,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit
 
+from ._draws import (  # draw_responses, draw_rows re-exported
+    _check_labels,
+    _noise,
+    _normal,
+    _patterns,
+    _signal,
+    _unit,
+    draw_responses,
+    draw_rows,
+)
 from ._validation import (
     as_generator,
-    check_array,
     check_choice,
     check_dtype,
     check_float,
@@ -46,7 +60,6 @@ from ._validation import (
 )
 from .geometry import min_separation
 from .inits import init_bernoulli, init_close  # noqa: F401 (re-exported)
-from .losses import CODES
 
 __all__ = [
     "Mixture",
@@ -63,13 +76,9 @@ __all__ = [
 
 THETA_SCALES = ("code", "norm")
 
-# Gaussian arrays are drawn in float64 in slices of at most this many numbers, then rounded into the
-# output, so a float32 data set never holds a full float64 copy in memory.
-_CHUNK = 1 << 22
-
 
 # --------------------------------------------------------------------------------------------------
-# private helpers (each piece of logic lives in exactly one place)
+# argument checks and labels of the generators (the draws are in _draws.py)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -105,74 +114,6 @@ def _labels(m, k, sizes):
     return np.repeat(np.arange(k, dtype=np.int64), sizes)
 
 
-def _patterns(gen, k, d, kind):
-    """Raw (k, d) float64 patterns of the true parameters, every row nonzero.
-
-    ``kind="bernoulli"``: coordinate-wise Bernoulli(0.5) 0/1 entries; ``"gaussian"``: standard normal
-    entries. Rows that come out all zero are redrawn, in row order, from the same generator (the
-    patterns are conditioned on being nonzero, so that they can be rescaled to a given norm).
-    """
-    def draw(shape):
-        if kind == "bernoulli":
-            return gen.integers(0, 2, size=shape).astype(np.float64)
-        return gen.standard_normal(shape)
-
-    B = draw((k, d))
-    zero = ~B.any(axis=1)
-    while zero.any():
-        B[zero] = draw((int(zero.sum()), d))
-        zero = ~B.any(axis=1)
-    return B
-
-
-def _unit(B, theta_scale):
-    """float64 directions with ``theta* = R * unit``: ``B`` itself (``"code"``) or rows of norm 1."""
-    if theta_scale == "code":
-        return B.astype(np.float64)
-    return B / np.linalg.norm(B.astype(np.float64), axis=1, keepdims=True)
-
-
-def _normal(gen, shape, dtype):
-    """Standard normal array of ``shape`` in ``dtype``, drawn in float64 slices along axis 0.
-
-    The stream is the one of a single ``gen.standard_normal(shape)`` call; only memory differs.
-    """
-    if dtype == np.float64:
-        return gen.standard_normal(shape)
-    out = np.empty(shape, dtype=dtype)
-    per_row = max(1, math.prod(shape[1:]))
-    step = max(1, _CHUNK // per_row)
-    for start in range(0, shape[0], step):
-        stop = min(shape[0], start + step)
-        out[start:stop] = gen.standard_normal((stop - start,) + tuple(shape[1:]))
-    return out
-
-
-def _signal(X, labels, theta, summation="cluster"):
-    """``S[i] = X[i] @ theta[labels[i]]`` in ``X``'s dtype, shape (m, n).
-
-    Two summation orders, equal up to rounding, both kept because committed results depend on
-    their last bits: ``"cluster"``, one matrix-vector product per cluster (the Figure 2
-    generators; no (m, d) copy of ``theta``), and ``"machine"``, one ``einsum`` over the machines
-    (the studies of :mod:`mixlinreg.theory`).
-    """
-    m, n, d = X.shape
-    theta = np.asarray(theta, dtype=X.dtype)
-    if summation == "machine":
-        return np.einsum("ind,id->in", X, theta[labels])
-    S = np.empty((m, n), dtype=X.dtype)
-    for j in range(theta.shape[0]):
-        idx = np.flatnonzero(labels == j)
-        if idx.size == 0:
-            continue
-        if idx[-1] - idx[0] + 1 == idx.size:  # contiguous block: a view, one matrix-vector product
-            block = slice(idx[0], idx[-1] + 1)
-            S[block] = (X[block].reshape(-1, d) @ theta[j]).reshape(-1, n)
-        else:
-            S[idx] = (X[idx].reshape(-1, d) @ theta[j]).reshape(-1, n)
-    return S
-
-
 def _check_R_sigma(R, sigma):
     return check_float("R", R, low=0.0), check_float("sigma", sigma, low=0.0)
 
@@ -194,17 +135,6 @@ def _check_scale_fits(R, sigma, d, dtype):
                             f"8 (R sqrt(d) + sigma) = {bound:.3g}, which overflows "
                             f"{np.dtype(dtype).name} (largest {big:.3g}); use smaller R and sigma "
                             "or dtype=float64")
-
-
-def _check_labels(name, labels, m, k):
-    labels = np.asarray(labels)
-    if labels.shape != (m,) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer array of shape ({m},), got "
-                         f"shape {labels.shape} and dtype {labels.dtype}")
-    if m and (labels.min() < 0 or labels.max() >= k):
-        raise ValueError(f"{name} must take values in [0, {k - 1}], got values in "
-                         f"[{labels.min()}, {labels.max()}]")
-    return labels.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -467,133 +397,11 @@ class Trial:
         return Y, theta
 
 
+
 # --------------------------------------------------------------------------------------------------
 # generators
 # --------------------------------------------------------------------------------------------------
 
-
-def _noise(gen, shape, df):
-    """float64 standard noise: ``N(0, 1)`` (``df=None``) or Student t scaled to variance 1."""
-    if df is None:
-        return gen.standard_normal(shape)
-    return gen.standard_t(df, size=shape) * math.sqrt((df - 2.0) / df)
-
-
-def _check_response_args(loss, sigma, df):
-    check_choice("loss", loss, tuple(CODES))
-    if loss == "logistic":
-        for name, value in (("sigma", sigma), ("df", df)):
-            if value is not None:
-                raise ValueError(f"{name} must be None for loss='logistic' (the labels are "
-                                 f"Bernoulli, no additive noise), got {value!r}")
-        return None, None
-    if sigma is None:
-        raise ValueError(f"sigma is required for loss={loss!r}: a finite number >= 0")
-    sigma = check_float("sigma", sigma, low=0.0)
-    if df is not None:
-        df = check_float("df", df, low=2.0, low_open=True)
-    return sigma, df
-
-
-def draw_responses(signal, loss="squared", *, sigma=None, df=None, rng=None):
-    """Responses for the noiseless signal ``z = <x, theta*>`` of each row, for a loss.
-
-    ``"logistic"``: ``y = 1.0`` where ``u < sigmoid(z)`` with ``u = gen.random(z.shape)``, else
-    ``0.0`` (``y ~ Bernoulli(sigmoid(z))``). ``"squared"`` and ``"huber"``: ``y = z + sigma *
-    eps`` with ``eps = gen.standard_normal(z.shape)`` (``df=None``) or the unit-variance Student t
-    ``gen.standard_t(df, size=z.shape) * sqrt((df - 2) / df)`` (as :func:`make_student_t_mixture`).
-
-    Parameters
-    ----------
-    signal : ndarray of float64
-        ``z``, any shape.
-    loss : {"squared", "logistic", "huber"}
-    sigma : float, optional
-        Noise level ``>= 0``: required for ``"squared"``, ``"huber"``; ``None`` for ``"logistic"``.
-    df : float, optional
-        Student t degrees of freedom, finite and ``> 2``; ``None``: Gaussian noise (or logistic).
-    rng : None, int, SeedSequence or Generator
-        ``as_generator(rng)``: pass the caller's generator to continue its stream.
-
-    Returns
-    -------
-    ndarray of float64, the shape of ``signal``
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from mixlinreg.data import draw_responses
-    >>> draw_responses(np.zeros(4), "logistic", rng=0).tolist()
-    [0.0, 1.0, 1.0, 1.0]
-    """
-    sigma, df = _check_response_args(loss, sigma, df)
-    signal = np.asarray(signal, dtype=np.float64)
-    gen = as_generator(rng)
-    if loss == "logistic":
-        return (gen.random(signal.shape) < expit(signal)).astype(np.float64)
-    return signal + sigma * _noise(gen, signal.shape, df)
-
-
-def draw_rows(labels, theta_star, n, *, loss="squared", sigma=None, df=None, rng=None,
-              dtype=np.float64, summation="machine"):
-    """Rows of every machine for given true parameters: ``x ~ N(0, I_d)``, ``y`` for a loss.
-
-    Draw order, all from ``as_generator(rng)``: ``X`` (m x n x d standard normal, made in float64
-    and rounded to ``dtype``), then the noise or uniforms of :func:`draw_responses` (m x n).
-    Machine ``i`` is in cluster ``labels[i]``. Used by the studies of :mod:`mixlinreg.theory` and
-    by :func:`make_logistic_mixture` once it has drawn its parameters.
-
-    Parameters
-    ----------
-    labels : int array of shape (m,)
-        Cluster of every machine, values in ``[0, k)``, ``m >= 1``.
-    theta_star : array-like of shape (k, d)
-        Finite true parameters.
-    n : int
-        Rows per machine, ``>= 1``.
-    loss, sigma, df
-        As in :func:`draw_responses`.
-    rng : None, int, SeedSequence or Generator
-    dtype : numpy.float32 or numpy.float64
-        Of ``X`` and ``y``; the responses are drawn in float64 and rounded.
-    summation : {"machine", "cluster"}
-        ``<x, theta*>`` as one ``einsum`` over the machines, or one matrix-vector product per
-        cluster (:func:`make_logistic_mixture`, :func:`mixlinreg.theory.constants.sample_cluster`):
-        equal up to rounding, both kept because committed results depend on their last bits.
-
-    Returns
-    -------
-    X : ndarray of shape (m, n, d)
-    y : ndarray of shape (m, n)
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from mixlinreg.data import draw_rows
-    >>> X, y = draw_rows(np.array([0, 0, 1]), [[1.0, 0.0], [0.0, 1.0]], 4, sigma=0.1, rng=0)
-    >>> X.shape, y.shape
-    ((3, 4, 2), (3, 4))
-
-    References
-    ----------
-    Ghosh et al., An Efficient Framework for Clustered Federated Learning (long version),
-    Sections 5.1 (linear model) and 5.2 (strongly convex losses).
-    """
-    theta = check_array("theta_star", theta_star, ndim=2, dtype=np.float64)
-    labels = np.asarray(labels)
-    if labels.ndim != 1 or labels.size < 1:
-        raise ValueError(f"labels must be a 1-d integer array of length m >= 1, got shape "
-                         f"{labels.shape}")
-    labels = _check_labels("labels", labels, labels.size, theta.shape[0])
-    n = check_int("n", n, low=1)
-    sigma, df = _check_response_args(loss, sigma, df)
-    dtype = check_dtype("dtype", dtype)
-    check_choice("summation", summation, ("machine", "cluster"))
-    gen = as_generator(rng)
-    X = _normal(gen, (labels.size, n, theta.shape[1]), dtype)
-    z = _signal(X, labels, theta, summation).astype(np.float64)
-    y = draw_responses(z, loss, sigma=sigma, df=df, rng=gen).astype(dtype, copy=False)
-    return X, y
 
 
 def _draw(m, n, d, k, sizes, rng, dtype, df):
