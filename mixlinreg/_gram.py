@@ -455,7 +455,7 @@ class _CertifiedRuns:
         R, k, _ = theta.shape
         self.m, self.n, self.d, self.R, self.k = m, n, d, R, k
         Rp = _padded(R, pad)
-        self.buf = _sweep_buffers(chunk_lo.shape[0] - 1, n, d, Rp, k, False, theta)
+        self.buf = _sweep_buffers(chunk_lo.shape[0] - 1, n, d, Rp, k, 1, False, theta)
         self.ThF_flat = np.zeros(d * Rp * k, dtype=theta.dtype)  # the evaluated runs' models
         self.st = _run_state(theta, res)
         self.lall = np.zeros((R, m, k), dtype=np.float64)
@@ -562,13 +562,13 @@ class _CertifiedRuns:
         nf = full.size
         nap = _padded(runs.size, self.pad)
         ThT = self.buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, runs, runs.size, nap, ThT, self.buf.pen, self.buf.dup, self.loss.l2)
+        _pack(theta, runs, runs.size, nap, ThT, self.buf.pen, self.buf.dup, self.loss.l2, 1)
         nfp = _padded(nf, self.pad)
         ThF = self.ThF_flat[: d * nfp * k].reshape((d, nfp * k))
         ThF[:, : nf * k] = ThT[:, : nf * k]
         ThF[:, nf * k:] = 0.0
         self.anchor[full] = theta[full]
-        pk = Packed(runs, runs.size, nap, nf, k, ThT, ThF, self.buf.pen, self.buf.dup)
+        pk = Packed(runs, runs.size, nap, nf, k, 1, ThT, ThF, self.buf.pen, self.buf.dup)
         _sweep(self.chunk_lo, ITERATE, Rows(0, self.n, 0, self.n), self.data, self.loss,
                self.upd, it, pk, self.buf, self.out)
         if nf:

@@ -8,7 +8,9 @@ Layout of one iteration (all active runs together)
 --------------------------------------------------
 * The k models of the ``na`` active runs are packed as the columns of ``ThT`` (d, nap * k), column
   ``a * k + j`` holding model j of active run a; ``nap >= na`` pads to a whole SIMD width when that
-  wastes little (padding columns are zero and ignored).
+  wastes little (padding columns are zero and ignored). A model of the multinomial loss is a
+  d x C matrix: its ``nout = C`` columns sit side by side (``(a * k + j) * nout + c``), so every
+  "column" below is ``nout`` columns for it.
 * Machines are split into a fixed number of contiguous chunks (``_config.MAX_CHUNKS``, independent of
   the thread count) and the chunks are processed in parallel (``prange``). For each machine:
 
@@ -36,7 +38,10 @@ import numpy as np
 from numba import prange
 
 from ._config import FASTMATH
-from .losses import CODES as LOSS_CODES  # noqa: F401  (the wrappers read it here)
+from .losses import KERNEL_CODES as LOSS_CODES  # noqa: F401  (the wrappers read it here)
+from .losses import MULTINOMIAL
+from .losses import ce as _ce
+from .losses import dce_into as _dce_into
 from .losses import dell as _dell
 from .losses import ell as _ell
 
@@ -50,18 +55,21 @@ EVALUATE, ITERATE = 0, 1
 #: ``X_i^T X_i``, ``Bv`` (C, m, d) = ``X_i^T y_i`` and ``cv`` (C, m) = ``y_i^T y_i``.
 Data = namedtuple("Data", "X Y yidx use_stats A Bv cv")
 #: The objective: per-sample loss ``code`` (:data:`LOSS_CODES`), Huber threshold ``delta``, ridge
-#: coefficient ``l2``.
-Loss = namedtuple("Loss", "code delta l2")
+#: coefficient ``l2``, and ``nout``, the outputs of a model: 1 for the losses of a scalar
+#: prediction; C for the multinomial loss, whose model j of run r is the d x C matrix held as the
+#: ``nout`` vectors ``theta[r, j * nout + c]`` (column c of the matrix), one logit each.
+Loss = namedtuple("Loss", "code delta l2 nout")
 #: How a machine contributes: step sizes ``lr`` (R,), option II (``model_avg``) with
 #: ``local_steps``, and the participation mask ``part`` (n_iter, R, m) when ``use_part``.
 Update = namedtuple("Update", "lr model_avg local_steps use_part part")
 #: The rows of one iteration: losses on ``[e0, e0 + ne)``, the gradient on ``[g0, g0 + ng)``.
 Rows = namedtuple("Rows", "e0 ne g0 ng")
-#: The runs of one sweep: ``act[:na]`` (run indices) with their models packed as the columns of
-#: ``ThT`` (d, nap * k) (see :func:`_pack`: ridge penalties ``pen``, exact-duplicate map ``dup``);
-#: the first ``nf`` runs are evaluated, their models also packed in ``ThF`` (the direct path:
-#: ``nf == na`` and ``ThF is ThT``).
-Packed = namedtuple("Packed", "act na nap nf k ThT ThF pen dup")
+#: The runs of one sweep: ``act[:na]`` (run indices) with their k models of ``nout`` outputs
+#: packed as the columns of ``ThT`` (d, nap * k * nout), output c of model j of active run a in
+#: column ``(a * k + j) * nout + c`` (see :func:`_pack`: ridge penalties ``pen``, exact-duplicate
+#: map ``dup``); the first ``nf`` runs are evaluated, their models also packed in ``ThF`` (the
+#: direct path: ``nf == na`` and ``ThF is ThT``).
+Packed = namedtuple("Packed", "act na nap nf k nout ThT ThF pen dup")
 #: Where a sweep writes assignments: ``asg`` (R, m), minimum losses ``lmin`` (R, m) and, with
 #: ``keep_all``, every model's data loss ``lall`` (R, m, k).
 Assign = namedtuple("Assign", "asg lmin keep_all lall")
@@ -103,28 +111,36 @@ def _padded(na, pad):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _pack(theta, act, na, nap, ThT, pen, dup, l2):
-    """Pack the active runs' models as columns of ThT (d, nap*k); penalties; duplicate map."""
-    k = theta.shape[1]
+def _pack(theta, act, na, nap, ThT, pen, dup, l2, nout):
+    """Pack the active runs' models as columns of ThT (d, nap*k*nout); penalties; duplicate map.
+
+    ``theta`` (R, k * nout, d) holds model j's outputs as the vectors ``j * nout ... j * nout +
+    nout - 1``, so vector v of run a goes to column ``a * k * nout + v``."""
+    kv = theta.shape[1]
+    k = kv // nout
     d = theta.shape[2]
     ThT[:, :] = 0.0
     for a in range(na):
         r = act[a]
         for j in range(k):
             s = 0.0
-            col = a * k + j
-            for q in range(d):
-                v = theta[r, j, q]
-                ThT[q, col] = v
-                s += np.float64(v) * np.float64(v)
+            for v in range(j * nout, (j + 1) * nout):
+                col = a * kv + v
+                for q in range(d):
+                    x = theta[r, v, q]
+                    ThT[q, col] = x
+                    s += np.float64(x) * np.float64(x)
             pen[a, j] = 0.5 * l2 * s
             # exact ties: a model bitwise equal to a lower-indexed one reuses that model's loss
             dup[a, j] = j
             for jj in range(j):
                 same = True
-                for q in range(d):
-                    if theta[r, jj, q] != theta[r, j, q]:
-                        same = False
+                for c in range(nout):
+                    for q in range(d):
+                        if theta[r, jj * nout + c, q] != theta[r, j * nout + c, q]:
+                            same = False
+                            break
+                    if not same:
                         break
                 if same:
                     dup[a, j] = jj
@@ -138,14 +154,15 @@ Result = namedtuple("Result", "labels loss diverged converged n_iter")
 
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _target_columns(i, pk, asg, upd, it):
-    """Column ``a*k + j`` that machine i adds into for each active run, or -1 if it sits out."""
+    """First column ``(a*k + j) * nout`` that machine i adds into for each active run (its assigned
+    model j's ``nout`` columns follow), or -1 if it sits out."""
     cols = np.empty(pk.na, dtype=np.int64)
     for a in range(pk.na):
         r = pk.act[a]
         if upd.use_part and not upd.part[it, r, i]:
             cols[a] = -1
         else:
-            cols[a] = a * pk.k + asg[r, i]
+            cols[a] = (a * pk.k + asg[r, i]) * pk.nout
     return cols
 
 
@@ -190,11 +207,16 @@ def _evaluate(i, rows, data, loss, pk, Pflat, L, out):
         for a in range(nf):
             for j in range(k):
                 L[a, j] = 0.0
+        nout = pk.nout
         for t in range(ne):
             for a in range(nf):
                 yv = data.Y[data.yidx[act[a]], i, e0 + t]
-                for j in range(k):
-                    L[a, j] += _ell(P[t, a * k + j], yv, loss.code, loss.delta)
+                if loss.code == MULTINOMIAL:
+                    for j in range(k):
+                        L[a, j] += _ce(P, t, (a * k + j) * nout, nout, yv)
+                else:
+                    for j in range(k):
+                        L[a, j] += _ell(P[t, a * k + j], yv, loss.code, loss.delta)
         for a in range(nf):
             for j in range(k):
                 L[a, j] = L[a, j] / ne
@@ -233,14 +255,16 @@ def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT, Qg, gsum):
     """Option I: machine i's gradient on rows ``[g0, g0 + ng)`` at each run's assigned model,
-    added into column ``a*k + asg`` of ``gsum``.
+    added into its ``nout`` columns of ``gsum`` (from ``(a*k + asg) * nout``).
 
     The first ``nr`` runs reuse their forward pass from :func:`_evaluate` (``Pflat`` as
     ``(ng, WF)``); the others' passes at the assigned models come from one GEMM ``X_i @ TaT`` into
     ``Qg``. Invariant: the gradient is ``(1/ng) X_i^T ell'(X_i theta_a, y_i) + l2 theta_a`` with
-    the same rows and models whichever runs reuse a pass.
+    the same rows and models whichever runs reuse a pass (for the multinomial loss ``ell'`` is the
+    row's ``softmax - e_y`` over the model's ``nout`` logits).
     """
     d = pk.ThT.shape[0]
+    nout = pk.nout
     g0, ng = rows.g0, rows.ng
     Xg = data.X[i, g0:g0 + ng]
     if nr < pk.na:
@@ -249,11 +273,18 @@ def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT,
     for t in range(ng):
         for a in range(nr):
             r = pk.act[a]
-            Rm[t, a] = _dell(P[t, a * pk.k + asg[r, i]], data.Y[data.yidx[r], i, g0 + t],
-                             loss.code, loss.delta)
+            yv = data.Y[data.yidx[r], i, g0 + t]
+            if loss.code == MULTINOMIAL:
+                _dce_into(P, t, (a * pk.k + asg[r, i]) * nout, nout, yv, Rm, a * nout)
+            else:
+                Rm[t, a] = _dell(P[t, a * pk.k + asg[r, i]], yv, loss.code, loss.delta)
         for a in range(nr, pk.na):
             r = pk.act[a]
-            Rm[t, a] = _dell(Qg[t, a - nr], data.Y[data.yidx[r], i, g0 + t], loss.code, loss.delta)
+            yv = data.Y[data.yidx[r], i, g0 + t]
+            if loss.code == MULTINOMIAL:
+                _dce_into(Qg, t, (a - nr) * nout, nout, yv, Rm, a * nout)
+            else:
+                Rm[t, a] = _dell(Qg[t, a - nr], yv, loss.code, loss.delta)
     np.dot(Xg.T, Rm, GT)
     inv = 1.0 / ng
     cols = _target_columns(i, pk, asg, upd, it)
@@ -261,18 +292,21 @@ def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT,
         for a in range(pk.na):
             col = cols[a]
             if col >= 0:
-                g = GT[q, a] * inv
-                if loss.l2 != 0.0:
-                    g += loss.l2 * pk.ThT[q, col]
-                gsum[q, col] += g
+                for c in range(nout):
+                    g = GT[q, a * nout + c] * inv
+                    if loss.l2 != 0.0:
+                        g += loss.l2 * pk.ThT[q, col + c]
+                    gsum[q, col + c] += g
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
 def _local_model(i, rows, data, loss, pk, upd, it, asg, Rm, GT, TaT, Qg, gsum, cnt):
     """Option II: ``local_steps`` gradient steps of size ``lr`` on rows ``[g0, g0 + ng)`` from each
-    run's assigned model (packed in ``TaT``); the local model is added into column ``a*k + asg`` of
-    ``gsum`` and counted in ``cnt[a, asg]``. Invariant: every step uses the same rows."""
+    run's assigned model (packed in ``TaT``, ``nout`` columns per run); the local model is added
+    into its ``nout`` columns of ``gsum`` (from ``(a*k + asg) * nout``) and counted in
+    ``cnt[a, asg]``. Invariant: every step uses the same rows."""
     d = pk.ThT.shape[0]
+    nout = pk.nout
     g0, ng = rows.g0, rows.ng
     Xg = data.X[i, g0:g0 + ng]
     for _ in range(upd.local_steps):
@@ -280,21 +314,27 @@ def _local_model(i, rows, data, loss, pk, upd, it, asg, Rm, GT, TaT, Qg, gsum, c
         for t in range(ng):
             for a in range(pk.na):
                 r = pk.act[a]
-                Rm[t, a] = _dell(Qg[t, a], data.Y[data.yidx[r], i, g0 + t], loss.code, loss.delta)
+                yv = data.Y[data.yidx[r], i, g0 + t]
+                if loss.code == MULTINOMIAL:
+                    _dce_into(Qg, t, a * nout, nout, yv, Rm, a * nout)
+                else:
+                    Rm[t, a] = _dell(Qg[t, a], yv, loss.code, loss.delta)
         np.dot(Xg.T, Rm, GT)
         inv = 1.0 / ng
         for q in range(d):
             for a in range(pk.na):
-                TaT[q, a] = TaT[q, a] - upd.lr[pk.act[a]] * (GT[q, a] * inv + loss.l2 * TaT[q, a])
+                for c in range(a * nout, (a + 1) * nout):
+                    TaT[q, c] = TaT[q, c] - upd.lr[pk.act[a]] * (GT[q, c] * inv + loss.l2 * TaT[q, c])
     cols = _target_columns(i, pk, asg, upd, it)
     for a in range(pk.na):
         if cols[a] >= 0:
-            cnt[a, cols[a] - a * pk.k] += 1
+            cnt[a, cols[a] // nout - a * pk.k] += 1
     for q in range(d):
         for a in range(pk.na):
             col = cols[a]
             if col >= 0:
-                gsum[q, col] += TaT[q, a]
+                for c in range(nout):
+                    gsum[q, col + c] += TaT[q, a * nout + c]
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -314,23 +354,24 @@ def _machine(i, mode, rows, data, loss, upd, it, pk, Pflat, Rflat, Gflat, Tflat,
     d = pk.ThT.shape[0]
     ng = rows.ng
     WF = pk.ThF.shape[1]
-    na, nap, k = pk.na, pk.nap, pk.k
+    na, nap, k, nout = pk.na, pk.nap, pk.k, pk.nout
     # the evaluated runs' forward passes are reused unless the gradient's rows differ or local
     # steps follow
     nr = 0 if (upd.model_avg or rows.g0 != rows.e0 or ng != rows.ne) else pk.nf
-    Rm = Rflat[: ng * nap].reshape((ng, nap))
-    GT = Gflat[: d * nap].reshape((d, nap))
-    # runs nr.. need a forward pass at their assigned models: columns a - nr of TaT, padded to
-    # a whole SIMD width (nap) when no run's pass is reused; Qg lies after P in Pflat
-    wq = nap if nr == 0 else na - nr
+    Rm = Rflat[: ng * nap * nout].reshape((ng, nap * nout))
+    GT = Gflat[: d * nap * nout].reshape((d, nap * nout))
+    # runs nr.. need a forward pass at their assigned models: columns (a - nr) * nout ... of TaT,
+    # padded to a whole SIMD width (nap runs) when no run's pass is reused; Qg lies after P in Pflat
+    wq = (nap if nr == 0 else na - nr) * nout
     TaT = Tflat[: d * wq].reshape((d, wq))
     Qg = Pflat[ng * WF: ng * WF + ng * wq].reshape((ng, wq))
     if nr < na:
         TaT[:, :] = 0.0
         for a in range(nr, na):
-            col = a * k + out.asg[pk.act[a], i]
-            for q in range(d):
-                TaT[q, a - nr] = pk.ThT[q, col]
+            col = (a * k + out.asg[pk.act[a], i]) * nout
+            for c in range(nout):
+                for q in range(d):
+                    TaT[q, (a - nr) * nout + c] = pk.ThT[q, col + c]
     Rm[:, :] = 0.0
     if upd.model_avg:
         _local_model(i, rows, data, loss, pk, upd, it, out.asg, Rm, GT, TaT, Qg, gsum, cnt)
@@ -341,10 +382,10 @@ def _machine(i, mode, rows, data, loss, upd, it, pk, Pflat, Rflat, Gflat, Tflat,
 @nb.njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _sweep(chunk_lo, mode, rows, data, loss, upd, it, pk, buf, out):
     """All machines, chunk-parallel: :func:`_machine` for each; chunk c adds into ``buf.gflat[c]``
-    (viewed as (d, nap*k)) and ``buf.cbuf[c]``, which ``ITERATE`` zeroes first."""
+    (viewed as (d, nap*k*nout)) and ``buf.cbuf[c]``, which ``ITERATE`` zeroes first."""
     nchunks = chunk_lo.shape[0] - 1
     d = pk.ThT.shape[0]
-    W = pk.nap * pk.k
+    W = pk.nap * pk.k * pk.nout
     # the arrays as locals: a prange body must not write through a tuple's field (see _finish_all)
     Pflat, Rflat, Gflat, Tflat, Lbuf = buf.Pflat, buf.Rflat, buf.Gflat, buf.Tflat, buf.Lbuf
     gflat, cbuf = buf.gflat, buf.cbuf
@@ -359,17 +400,20 @@ def _sweep(chunk_lo, mode, rows, data, loss, upd, it, pk, buf, out):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
-def _dist_into(theta, r, theta_star, ci, out):
-    """out[j, l] = ||theta[r, j] - theta_star[ci, l]||."""
-    k = theta.shape[1]
-    ks = theta_star.shape[1]
+def _dist_into(theta, r, theta_star, ci, out, nout):
+    """out[j, l] = ||theta_j - theta*_l|| for run r (models of ``nout`` vectors each: the
+    Frobenius norm of the difference of the d x nout matrices)."""
+    k = theta.shape[1] // nout
+    ks = theta_star.shape[1] // nout
     d = theta.shape[2]
     for j in range(k):
         for l in range(ks):
             s = 0.0
-            for q in range(d):
-                v = np.float64(theta[r, j, q]) - np.float64(theta_star[ci, l, q])
-                s += v * v
+            for c in range(nout):
+                for q in range(d):
+                    v = (np.float64(theta[r, j * nout + c, q])
+                         - np.float64(theta_star[ci, l * nout + c, q]))
+                    s += v * v
             out[j, l] = np.sqrt(s)
 
 
@@ -382,7 +426,9 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
     Three parallel phases: per run (loss, trace, loss-divergence), per fixed block of coordinates
     (the update, reading the chunk sums row by row, in chunk order), per run (divergence of the
     new parameters and early stop, from the blocks' partial norms added in block order). Fixed
-    chunks and blocks make the result independent of the number of threads.
+    chunks and blocks make the result independent of the number of threads. The k models are
+    the columns of ``ctot`` (Rp, k); each has ``nout = theta.shape[1] // k`` vectors, and its
+    relative step is that of the whole model (Frobenius norms).
     """
     # every field is read into a local first: inside prange, numba's parfor lowering must see the
     # arrays themselves (writes through a tuple's field in a prange body were lost)
@@ -393,7 +439,8 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
     do_trace, tr_labels, tr_loss, tr_dist = tr.on, tr.labels, tr.loss, tr.dist
     has_star, theta_star = tr.has_star, tr.star
     m = asg.shape[1]
-    k = theta.shape[1]
+    k = ctot.shape[1]
+    nout = theta.shape[1] // k
     d = theta.shape[2]
     nchunks = gflat.shape[0]
     nblk = nrm.shape[0]
@@ -408,7 +455,7 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
                 tr_labels[it, r, i] = asg[r, i]
             tr_loss[it, r] = tl
             if has_star:
-                _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r])
+                _dist_into(theta, r, theta_star, yidx[r], tr_dist[it, r], nout)
         if not np.isfinite(tl):
             diverged[r] = True
             frozen[r] = True
@@ -439,21 +486,22 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
                     c = ctot[a, j]
                     if model_avg and c == 0:
                         continue  # a model nobody chose keeps its value
-                    col = base + a * k + j
-                    s = 0.0
-                    for ch in range(nchunks):
-                        s += gflat[ch, col]
-                    old = theta[r, j, q]
-                    if model_avg:
-                        theta[r, j, q] = s / c
-                    else:
-                        theta[r, j, q] = old - scale * s
-                    nv = theta[r, j, q]
-                    if not np.isfinite(nv) or abs(nv) > thresh:
-                        nrm[b, a, j, 2] = 1.0
-                    dq = np.float64(nv) - np.float64(old)
-                    nrm[b, a, j, 0] += np.float64(old) * np.float64(old)
-                    nrm[b, a, j, 1] += dq * dq
+                    for v in range(j * nout, (j + 1) * nout):
+                        col = base + a * k * nout + v
+                        s = 0.0
+                        for ch in range(nchunks):
+                            s += gflat[ch, col]
+                        old = theta[r, v, q]
+                        if model_avg:
+                            theta[r, v, q] = s / c
+                        else:
+                            theta[r, v, q] = old - scale * s
+                        nv = theta[r, v, q]
+                        if not np.isfinite(nv) or abs(nv) > thresh:
+                            nrm[b, a, j, 2] = 1.0
+                        dq = np.float64(nv) - np.float64(old)
+                        nrm[b, a, j, 0] += np.float64(old) * np.float64(old)
+                        nrm[b, a, j, 1] += dq * dq
 
     for a in prange(na):
         r = act[a]
@@ -492,20 +540,22 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
 
 # ---------------------------------------------------------------------------------- the drivers
 @nb.njit(cache=True)
-def _sweep_buffers(nchunks, n, d, Rp, k, use_stats, theta):
-    """:class:`Buffers` of :func:`_sweep` for up to ``Rp`` packed runs (per chunk, working dtype)."""
+def _sweep_buffers(nchunks, n, d, Rp, k, nout, use_stats, theta):
+    """:class:`Buffers` of :func:`_sweep` for up to ``Rp`` packed runs of k models with ``nout``
+    outputs each (per chunk, working dtype)."""
     dt = theta.dtype
-    width = max(n * Rp * (k + 1), d * Rp)  # P, then the fresh forward passes (_machine)
+    w = Rp * nout  # columns of one model per run
+    width = max(n * w * (k + 1), d * w)  # P, then the fresh forward passes (_machine)
     if use_stats:
-        width = max(width, d * Rp * k)
+        width = max(width, d * w * k)
     return Buffers(np.empty((nchunks, width), dtype=dt),
-                   np.empty((nchunks, n * Rp), dtype=dt),
-                   np.empty((nchunks, d * Rp), dtype=dt),
-                   np.empty((nchunks, d * Rp), dtype=dt),
+                   np.empty((nchunks, n * w), dtype=dt),
+                   np.empty((nchunks, d * w), dtype=dt),
+                   np.empty((nchunks, d * w), dtype=dt),
                    np.empty((nchunks, Rp, k), dtype=np.float64),
-                   np.zeros((nchunks, d * Rp * k), dtype=np.float64),
+                   np.zeros((nchunks, d * w * k), dtype=np.float64),
                    np.zeros((nchunks, Rp, k), dtype=np.int64),
-                   np.zeros(d * Rp * k, dtype=dt),
+                   np.zeros(d * w * k, dtype=dt),
                    np.empty((Rp, k), dtype=np.float64),
                    np.empty((Rp, k), dtype=np.int64))
 
@@ -525,17 +575,18 @@ def _ifca_kernel(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, 
     """The direct path: ``n_iter`` IFCA iterations of all runs, every model's loss on every machine
     every iteration; fills ``res`` (:class:`Result`) and the trace in place.
 
-    ``theta`` (R, k, d) is updated in place and holds the final models on return. Invariant: each
-    iteration is Algorithm 2 of the paper, exactly as :func:`mixlinreg.ifca` documents it (the
-    float64 reference is ``tests/naive.py``); a frozen run is never touched again.
+    ``theta`` (R, k * nout, d) is updated in place and holds the final models on return.
+    Invariant: each iteration is Algorithm 2 of the paper, exactly as :func:`mixlinreg.ifca`
+    documents it (the float64 reference is ``tests/naive.py``); a frozen run is never touched again.
     """
     m, n, d = data.X.shape
     R = theta.shape[0]
-    k = theta.shape[1]
+    nout = loss.nout
+    k = theta.shape[1] // nout
     nchunks = chunk_lo.shape[0] - 1
     Rp = _padded(R, pad)
     rows_it = n_sub if resample else n
-    buf = _sweep_buffers(nchunks, n, d, Rp, k, data.use_stats, theta)
+    buf = _sweep_buffers(nchunks, n, d, Rp, k, nout, data.use_stats, theta)
     st = _run_state(theta, res)
     out = Assign(st.asg, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
     act = np.empty(R, dtype=np.int64)
@@ -553,15 +604,15 @@ def _ifca_kernel(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, 
         if na == 0:
             break
         nap = _padded(na, pad)
-        ThT = buf.ThT_flat[: d * nap * k].reshape((d, nap * k))
-        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2)
-        pk = Packed(act, na, nap, na, k, ThT, ThT, buf.pen, buf.dup)
+        ThT = buf.ThT_flat[: d * nap * k * nout].reshape((d, nap * k * nout))
+        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2, nout)
+        pk = Packed(act, na, nap, na, k, nout, ThT, ThT, buf.pen, buf.dup)
         if resample:
             rows = Rows(2 * it * n_sub, rows_it, 2 * it * n_sub + n_sub, rows_it)
         else:
             rows = Rows(0, rows_it, 0, rows_it)
         _sweep(chunk_lo, ITERATE, rows, data, loss, upd, it, pk, buf, out)
-        _finish_all(it, act, na, nap * k, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr, nrm,
+        _finish_all(it, act, na, nap * k * nout, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr, nrm,
                     ctot)
 
     _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res)
@@ -577,12 +628,13 @@ def _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res):
     m, n, d = data.X.shape
     theta = st.theta
     R = theta.shape[0]
-    k = theta.shape[1]
+    nout = loss.nout
+    k = theta.shape[1] // nout
     Rp = _padded(R, pad)
     act = np.arange(R)
-    ThT = buf.ThT_flat[: d * Rp * k].reshape((d, Rp * k))
-    _pack(theta, act, R, Rp, ThT, buf.pen, buf.dup, loss.l2)
-    pk = Packed(act, R, Rp, R, k, ThT, ThT, buf.pen, buf.dup)
+    ThT = buf.ThT_flat[: d * Rp * k * nout].reshape((d, Rp * k * nout))
+    _pack(theta, act, R, Rp, ThT, buf.pen, buf.dup, loss.l2, nout)
+    pk = Packed(act, R, Rp, R, k, nout, ThT, ThT, buf.pen, buf.dup)
     out = Assign(res.labels, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
     _sweep(chunk_lo, EVALUATE, Rows(0, n, 0, n), data, loss, upd, 0, pk, buf, out)
     for r in range(R):
@@ -596,4 +648,4 @@ def _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res):
                     tr.labels[t, r, i] = res.labels[r, i]
                 tr.loss[t, r] = res.loss[r]
                 if tr.has_star:
-                    _dist_into(theta, r, tr.star, data.yidx[r], tr.dist[t, r])
+                    _dist_into(theta, r, tr.star, data.yidx[r], tr.dist[t, r], nout)

@@ -44,7 +44,8 @@ class _Problem:
     Y: np.ndarray  # (C, m, n)
     y_ndim: int
     yidx: np.ndarray  # (R,) response variant of each run
-    theta: np.ndarray  # (R, k, d), a fresh copy: the kernels update it in place
+    theta: np.ndarray  # (R, k * nout, d), a fresh copy: the kernels update it in place
+    nout: int  # outputs of a model: C for loss="multinomial" (models d x C), else 1
     lr: np.ndarray  # (R,)
     loss: str
     l2: float
@@ -56,7 +57,7 @@ class _Problem:
     n_sub: int  # rows per block when resampling, else n
     part: np.ndarray  # (n_iter, R, m) participation mask, or a (1, 1, 1) placeholder
     use_part: bool
-    star: np.ndarray  # (C, k', d) true parameters, or a placeholder
+    star: np.ndarray  # (C, k' * nout, d) true parameters, or a placeholder
     has_star: bool
     early_stop: bool
     tol: float
@@ -71,10 +72,10 @@ class _Problem:
            trace, method, gram_memory, dtype, rng):
         X, Y, y_ndim, dt = _check_data(X, y, dtype)
         m, n, d = X.shape
-        theta, lr = _check_runs(init, lr, d, dt)
-        R, k, _ = theta.shape
-        n_iter = check_int("n_iter", n_iter, low=0)
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
+        theta, nout, lr = _check_runs(init, lr, d, dt, loss == "multinomial")
+        R, k = theta.shape[0], theta.shape[1] // nout
+        n_iter = check_int("n_iter", n_iter, low=0)
         check_choice("averaging", averaging, {"gradient", "model"})
         local_steps = check_int("local_steps", local_steps, low=1)
         tol = check_float("tol", tol, low=0)
@@ -86,14 +87,19 @@ class _Problem:
         if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
             raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
                              f"got values in [{Y.min()!r}, {Y.max()!r}]")
+        if loss == "multinomial" and not (np.all(Y == np.round(Y)) and Y.min() >= 0
+                                          and Y.max() <= nout - 1):
+            bad = float(Y[(Y != np.round(Y)) | (Y < 0) | (Y > nout - 1)].ravel()[0])
+            raise ValueError(f"y must hold class labels, integers in [0, {nout - 1}] (init has "
+                             f"C = {nout} columns per model), for loss='multinomial'; got {bad!r}")
         yidx = _check_y_index(y_index, y_ndim, Y.shape[0], R)
         resample, n_sub = _check_resample(resample, n, n_iter)
         part, use_part = _check_participation(participation, n_iter, R, m, rng)
-        star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt)
+        star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt, nout)
         method = _choose_method(method, loss=loss, resample=resample, averaging=averaging,
                                 participation=participation, trace=trace, dt=dt,
                                 gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k)
-        return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, lr=lr, loss=loss, l2=l2,
+        return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, nout=nout, lr=lr, loss=loss, l2=l2,
                    huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
@@ -117,15 +123,39 @@ def _check_data(X, y, dtype):
     return X, Y, y.ndim, dt
 
 
-def _check_runs(init, lr, d, dt):
-    """Initial models (R, k, d) as a fresh C-contiguous copy, and one step size > 0 per run."""
-    init = check_array("init", init, ndim=(2, 3), dtype=dt)
-    theta = np.array(init[None] if init.ndim == 2 else init, dtype=dt, order="C")
-    R, k, dd = theta.shape
+def to_vectors(W):
+    """Matrix models (..., k, d, C) as the kernel's vectors (..., k * C, d): column c of model j is
+    vector ``j * C + c``."""
+    *lead, k, d, C = W.shape
+    return np.ascontiguousarray(np.swapaxes(W, -1, -2).reshape(*lead, k * C, d))
+
+
+def from_vectors(theta, nout):
+    """The inverse of :func:`to_vectors`: (..., k * nout, d) -> (..., k, d, nout)."""
+    *lead, kv, d = theta.shape
+    return np.swapaxes(theta.reshape(*lead, kv // nout, nout, d), -1, -2)
+
+
+def _check_runs(init, lr, d, dt, matrix):
+    """Initial models as a fresh C-contiguous copy in the kernel's layout (R, k * nout, d), the
+    outputs per model ``nout``, and one step size > 0 per run.
+
+    ``init`` is (R, k, d) or (k, d); with ``matrix`` (the multinomial loss) it is (R, k, d, C) or
+    (k, d, C), C >= 2 classes, and ``nout = C``."""
+    base = 3 if matrix else 2
+    init = check_array("init", init, ndim=(base, base + 1), dtype=dt)
+    shape = "(R, k, d, C) or (k, d, C)" if matrix else "(R, k, d) or (k, d)"
+    full = init[None] if init.ndim == base else init
+    R, k, dd = full.shape[:3]
+    nout = full.shape[3] if matrix else 1
     if dd != d:
-        raise ValueError(f"init must have d = {d} columns to match X, got shape {init.shape}")
+        raise ValueError(f"init must have d = {d} to match X (shape {shape}), got shape {init.shape}")
     if R < 1 or k < 1:
         raise ValueError(f"init must hold at least one run of at least one model, got shape {init.shape}")
+    if matrix and nout < 2:
+        raise ValueError(f"init must have C >= 2 classes (shape {shape}) for loss='multinomial', "
+                         f"got shape {init.shape}")
+    theta = to_vectors(full).astype(dt, copy=True) if matrix else np.array(full, dtype=dt, order="C")
     if np.ndim(lr) == 0:
         lr_arr = np.full(R, check_float("lr", lr.item() if isinstance(lr, np.generic) else lr,
                                         low=0, low_open=True))
@@ -134,7 +164,7 @@ def _check_runs(init, lr, d, dt):
     if np.any(lr_arr <= 0):
         raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
     check_scalars_fit(dt, lr=lr_arr)
-    return theta, lr_arr.astype(dt)
+    return theta, nout, lr_arr.astype(dt)
 
 
 def _check_objective(loss, l2, huber_delta, dt):
@@ -198,14 +228,20 @@ def _check_participation(participation, n_iter, R, m, rng):
     return part, True
 
 
-def _check_theta_star(theta_star, C, d, dt):
-    """True parameters per response variant (C, k', d) for the trace's distances."""
+def _check_theta_star(theta_star, C, d, dt, nout=1):
+    """True parameters per response variant (C, k' * nout, d) for the trace's distances (given as
+    (k', d) or (C, k', d); for the multinomial loss (k', d, nout) or (C, k', d, nout))."""
     if theta_star is None:
-        return np.zeros((C, 1, d), dtype=dt), False
-    ts = check_array("theta_star", theta_star, ndim=(2, 3), dtype=dt)
-    star = ts[None] if ts.ndim == 2 else ts
-    if star.shape[2] != d or star.shape[0] not in (1, C):
-        raise ValueError(f"theta_star must have shape (k', {d}) or ({C}, k', {d}), got {ts.shape}")
+        return np.zeros((C, nout, d), dtype=dt), False
+    base = 2 if nout == 1 else 3
+    ts = check_array("theta_star", theta_star, ndim=(base, base + 1), dtype=dt)
+    star = ts[None] if ts.ndim == base else ts
+    tail = "" if nout == 1 else f", {nout}"
+    if star.shape[2] != d or star.shape[0] not in (1, C) or (nout > 1 and star.shape[3] != nout):
+        raise ValueError(f"theta_star must have shape (k', {d}{tail}) or ({C}, k', {d}{tail}), "
+                         f"got {ts.shape}")
+    if nout > 1:
+        star = to_vectors(star)
     return np.ascontiguousarray(np.broadcast_to(star, (C,) + star.shape[1:])), True
 
 

@@ -16,7 +16,7 @@ from . import _gram as _gram_module
 from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
 from ._gram import run_gram
 from ._kernels import LOSS_CODES, Data, Loss, Result, Stop, Trace, Update, _ifca_kernel
-from ._problem import _Problem
+from ._problem import _Problem, from_vectors
 from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
                           check_int, data_parameter_scale)
 
@@ -88,7 +88,7 @@ class IFCAResult:
     Attributes
     ----------
     theta : ndarray (R, k, d)
-        Final models.
+        Final models ((R, k, d, C) for ``loss="multinomial"``).
     labels : ndarray (R, m)
         Cluster estimate of every machine at the final models (all rows).
     loss : ndarray (R,)
@@ -142,7 +142,10 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
 
     ``F_i(theta; Z) = (1/|Z|) sum_{t in Z} ell(<x_t, theta>, y_t) + (l2 / 2) ||theta||^2`` with
     ``ell`` = ``(z - y)^2`` (``"squared"``), ``log(1 + e^z) - y z`` (``"logistic"``, y in [0, 1])
-    or the Huber function of ``y - z`` with threshold ``huber_delta`` (``"huber"``).
+    or the Huber function of ``y - z`` with threshold ``huber_delta`` (``"huber"``). With
+    ``loss="multinomial"`` a model is a d x C matrix ``W``, ``y_t`` a class in ``{0, ..., C-1}``
+    and ``ell(W^T x_t, y_t) = logsumexp(W^T x_t) - (W^T x_t)_{y_t}`` (softmax cross-entropy), the
+    penalty ``(l2 / 2) ||W||_F^2``; distances and the early stop's steps are Frobenius norms.
 
     Parameters
     ----------
@@ -150,14 +153,16 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         Features of m machines with n rows each.
     y : array (m, n) or (C, m, n)
         Responses; a 3-d array holds C variants sharing ``X`` (for example every (R, sigma) cell of a
-        Figure 2 trial), selected per run by ``y_index``.
+        Figure 2 trial), selected per run by ``y_index``. For ``loss="multinomial"``: class labels,
+        integers in ``[0, C)`` (as numbers of the working dtype).
     init : array (R, k, d) or (k, d)
-        Initial models of R runs (a 2-d array is one run).
+        Initial models of R runs (a 2-d array is one run); for ``loss="multinomial"`` (R, k, d, C)
+        or (k, d, C), C >= 2 classes.
     lr : float or array (R,)
         Step size of each run, > 0.
     n_iter : int, default 300
         Iterations (T). ``n_iter=0`` only evaluates ``init``.
-    loss : {"squared", "logistic", "huber"}
+    loss : {"squared", "logistic", "huber", "multinomial"}
     l2 : float, default 0
         Ridge coefficient (penalty ``l2/2 ||theta||^2``); ``loss="squared", l2>0`` is ridge regression.
     huber_delta : float, default 1
@@ -173,7 +178,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         from run r's own generator (``rng`` spawned into R children). A boolean mask is used as given.
     y_index : int array (R,), required when ``y`` is 3-d
     theta_star : array (k', d) or (C, k', d), optional
-        True parameters, only used for the trace's distances.
+        True parameters, only used for the trace's distances (for ``loss="multinomial"``
+        (k', d, C) or (V, k', d, C)).
     early_stop : bool, default False
         Freeze a run once its assignments did not change from the previous iteration and its largest
         relative step ``max_j ||theta_j^+ - theta_j|| / ||theta_j||`` is at most ``tol``. Off by
@@ -247,7 +253,7 @@ def _run(prob, threads):
     """Allocate the outputs, group the kernel's arguments and run the path ``prob.method``."""
     X, Y, theta = prob.X, prob.Y, prob.theta
     m, n, d = X.shape
-    R, k, _ = theta.shape
+    R, k = theta.shape[0], theta.shape[1] // prob.nout
     dt = X.dtype
     if prob.method == "stats":
         A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
@@ -258,7 +264,7 @@ def _run(prob, threads):
         Bv = np.zeros((1, 1, 1), dtype=dt)
         cv = np.zeros((1, 1), dtype=np.float64)
     data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv)
-    loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2)
+    loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
     upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part)
     stop = Stop(prob.early_stop, prob.tol, prob.thresh)
     nchunks = min(m, _config.MAX_CHUNKS)
@@ -272,7 +278,8 @@ def _run(prob, threads):
     T1 = prob.n_iter + 1 if on else 1
     tr = Trace(on, np.zeros((T1, R if on else 1, m if on else 1), dtype=np.int64),
                np.zeros((T1, R if on else 1), dtype=np.float64),
-               np.zeros((T1, R, k, prob.star.shape[1]) if (on and has_star) else (1, 1, 1, 1),
+               np.zeros((T1, R, k, prob.star.shape[1] // prob.nout) if (on and has_star)
+                        else (1, 1, 1, 1),
                         dtype=np.float64),
                has_star, prob.star)
 
@@ -293,6 +300,8 @@ def _run(prob, threads):
     trace = None
     if on:
         trace = IFCATrace(labels=tr.labels, loss=tr.loss, dist=tr.dist if has_star else None)
+    if prob.nout > 1:
+        theta = np.ascontiguousarray(from_vectors(theta, prob.nout))
     return IFCAResult(theta=theta, labels=res.labels, loss=res.loss, diverged=res.diverged,
                       converged=res.converged, n_iter=res.n_iter, method=prob.method,
                       trace=trace, path_stats=path_stats)
@@ -390,6 +399,9 @@ class IFCA(BaseEstimator):
 
     def fit(self, X, y):
         """Fit on machines' data ``X`` (m, n, d) and ``y`` (m, n). Returns self."""
+        if self.loss == "multinomial":
+            raise ValueError("loss='multinomial' is not supported by the IFCA estimator (its models "
+                             "are vectors); call mixlinreg.ifca with init of shape (R, k, d, C)")
         k = check_int("n_clusters", self.n_clusters, low=1)
         check_bool("early_stop", self.early_stop)
         n_init = check_int("n_init", self.n_init, low=1)

@@ -11,6 +11,12 @@ huber      ``r^2 / 2`` if ``|r| <= delta`` else         ``-clip(r, -delta, delta
            ``delta (|r| - delta / 2)``, ``r = y - z``
 ========== ============================================ ============================ ==============
 
+The kernel also runs the multinomial logistic loss (softmax cross-entropy, :data:`MULTINOMIAL`),
+whose prediction is a vector of C logits: :func:`ce` and :func:`dce_into` in the kernel,
+:func:`multinomial_value` and :func:`multinomial_derivative` on arrays. It is not in
+:data:`LOSSES`, whose entries are losses of a scalar prediction with the constants of the convex
+theory.
+
 The scalar functions :func:`ell`, :func:`dell` and :func:`d2ell` are numba-compiled (float64
 arithmetic) and are what the kernel calls on every sample; :class:`Loss` applies the same
 functions to arrays for the naive reference, the theory studies and the baselines. The constants
@@ -32,10 +38,17 @@ import numpy as np
 
 from ._config import FASTMATH
 
-__all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get"]
+__all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get", "MULTINOMIAL",
+           "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into"]
 
-#: Kernel code of each loss.
+#: Kernel code of each per-sample loss of a scalar prediction.
 CODES = {"squared": 0, "logistic": 1, "huber": 2}
+#: Kernel code of the multinomial logistic loss (softmax cross-entropy), whose prediction is a
+#: vector of C logits ``z = W^T x`` (the model ``W`` is d x C): ``ell(z, y) = logsumexp(z) - z_y``
+#: for the class ``y`` in ``{0, ..., C - 1}``, with gradient ``softmax(z) - e_y`` in ``z``.
+MULTINOMIAL = 3
+#: Every loss the kernel runs.
+KERNEL_CODES = {**CODES, "multinomial": MULTINOMIAL}
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
@@ -95,6 +108,61 @@ def d2ell(z, y, code, delta):
         return s * (1.0 - s)
     else:
         return 1.0 if abs(np.float64(y) - z) <= delta else 0.0
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def ce(P, t, c0, nout, y):
+    """Multinomial logistic loss of the logits ``P[t, c0:c0 + nout]`` for class ``y`` (float64):
+    ``logsumexp(z) - z_y``, shifted by ``max(z)`` so that large logits cannot overflow; a NaN logit
+    gives NaN."""
+    mx = np.float64(P[t, c0])
+    for c in range(1, nout):
+        v = np.float64(P[t, c0 + c])
+        if v > mx or np.isnan(v):
+            mx = v
+    s = 0.0
+    for c in range(nout):
+        s += np.exp(np.float64(P[t, c0 + c]) - mx)
+    return mx + np.log(s) - np.float64(P[t, c0 + int(y)])
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def dce_into(P, t, c0, nout, y, out, o0):
+    """The gradient of :func:`ce` in the logits, ``softmax(z) - e_y``, into ``out[t, o0:o0 + nout]``."""
+    mx = np.float64(P[t, c0])
+    for c in range(1, nout):
+        v = np.float64(P[t, c0 + c])
+        if v > mx or np.isnan(v):
+            mx = v
+    s = 0.0
+    for c in range(nout):
+        s += np.exp(np.float64(P[t, c0 + c]) - mx)
+    yc = int(y)
+    for c in range(nout):
+        g = np.exp(np.float64(P[t, c0 + c]) - mx) / s
+        if c == yc:
+            g -= 1.0
+        out[t, o0 + c] = g
+
+
+def multinomial_value(Z, y):
+    """:func:`ce` for arrays: ``Z`` (..., C) logits and ``y`` (...) classes, float64 (the same
+    shifted formula as the kernel's)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y).astype(np.int64)
+    mx = Z.max(axis=-1, keepdims=True)
+    lse = mx[..., 0] + np.log(np.exp(Z - mx).sum(axis=-1))
+    return lse - np.take_along_axis(Z, y[..., None], axis=-1)[..., 0]
+
+
+def multinomial_derivative(Z, y):
+    """:func:`dce_into` for arrays: ``softmax(Z) - onehot(y)``, shape of ``Z`` (float64)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y).astype(np.int64)
+    e = np.exp(Z - Z.max(axis=-1, keepdims=True))
+    g = e / e.sum(axis=-1, keepdims=True)
+    np.put_along_axis(g, y[..., None], np.take_along_axis(g, y[..., None], axis=-1) - 1.0, axis=-1)
+    return g
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)

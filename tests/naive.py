@@ -17,8 +17,11 @@ import numpy as np
 
 from mixlinreg.losses import LOSSES as _LOSSES
 from mixlinreg.losses import get as get_loss
+from mixlinreg.losses import multinomial_derivative, multinomial_value
 
-LOSSES = tuple(_LOSSES)
+#: The losses of a scalar prediction, and the multinomial loss, whose model is a d x C matrix
+#: (``theta[j]`` of shape (d, C) below) and whose prediction is the vector of C logits.
+LOSSES = tuple(_LOSSES) + ("multinomial",)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -27,15 +30,25 @@ LOSSES = tuple(_LOSSES)
 # tests/test_losses.py), rounded to the working dtype
 # ---------------------------------------------------------------------------------------------
 def naive_loss(z, y, loss, delta=1.0):
-    """Elementwise ell(z, y) (see :mod:`mixlinreg.losses`), in the dtype of ``z``."""
+    """Elementwise ell(z, y) (see :mod:`mixlinreg.losses`), in the dtype of ``z`` (for the
+    multinomial loss ``z`` is the vector of logits and ``y`` the class)."""
     z = np.asarray(z)
+    if loss == "multinomial":
+        return np.asarray(multinomial_value(z, y)).astype(z.dtype)
     return get_loss(loss).value(z, y, delta).astype(z.dtype)
 
 
 def naive_dloss(z, y, loss, delta=1.0):
-    """Elementwise d ell / dz, in the dtype of ``z``."""
+    """Elementwise d ell / dz, in the dtype of ``z`` (multinomial: the vector softmax(z) - e_y)."""
     z = np.asarray(z)
+    if loss == "multinomial":
+        return multinomial_derivative(z, y).astype(z.dtype)
     return get_loss(loss).derivative(z, y, delta).astype(z.dtype)
+
+
+def _sq(theta):
+    """||theta||^2 (Frobenius for a matrix model)."""
+    return np.dot(theta.ravel(), theta.ravel())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,7 +68,7 @@ def naive_F(theta, X_rows, y_rows, loss, l2=0.0, delta=1.0):
     l2 = dt.type(l2)
     if l2 == 0:  # no ridge term at all (so that an overflowing ||theta||^2 cannot turn 0 * inf into NaN)
         return dt.type(total / n_rows)
-    return dt.type(total / n_rows + l2 / 2 * np.dot(theta, theta))
+    return dt.type(total / n_rows + l2 / 2 * _sq(theta))
 
 
 def naive_grad(theta, X_rows, y_rows, loss, l2=0.0, delta=1.0):
@@ -68,7 +81,8 @@ def naive_grad(theta, X_rows, y_rows, loss, l2=0.0, delta=1.0):
     acc = np.zeros_like(theta)
     for t in range(n_rows):
         z = np.dot(X_rows[t], theta)
-        acc = acc + naive_dloss(z, y_rows[t], loss, delta)[()] * X_rows[t]
+        g = naive_dloss(z, y_rows[t], loss, delta)
+        acc = acc + (np.outer(X_rows[t], g) if theta.ndim == 2 else g[()] * X_rows[t])
     if l2 == 0:
         return acc / n_rows
     return acc / n_rows + dt.type(l2) * theta
@@ -130,8 +144,7 @@ def naive_dist(theta, theta_star):
     out = np.empty((k, ks), dtype=theta.dtype)
     for j in range(k):
         for l in range(ks):
-            diff = theta[j] - theta_star[l]
-            out[j, l] = np.sqrt(np.dot(diff, diff))
+            out[j, l] = np.sqrt(_sq(theta[j] - theta_star[l]))
     return out
 
 
@@ -144,9 +157,9 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                diverge_threshold=1e10, dtype=np.float64):
     """Reference IFCA, one run, one iteration, one machine, one model at a time.
 
-    Returns a dict with theta (R, k, d), labels (R, m), loss (R,), diverged (R,), converged (R,),
-    n_iter (R,), trace_labels (n_iter+1, R, m), trace_loss (n_iter+1, R) and trace_dist
-    (n_iter+1, R, k, k) or None.
+    Returns a dict with theta (R, k, d) ((R, k, d, C) for the multinomial loss), labels (R, m),
+    loss (R,), diverged (R,), converged (R,), n_iter (R,), trace_labels (n_iter+1, R, m),
+    trace_loss (n_iter+1, R) and trace_dist (n_iter+1, R, k, k) or None.
     """
     if loss not in LOSSES:
         raise ValueError(f"unknown loss {loss!r}")
@@ -157,9 +170,10 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
     m, n, d = X.shape
     y = np.asarray(y, dtype=dt)
     init = np.asarray(init, dtype=dt)
-    if init.ndim == 2:
+    model_ndim = 2 if loss == "multinomial" else 1  # a model is (d, C) or (d,)
+    if init.ndim == model_ndim + 1:
         init = init[None]
-    R, k, _ = init.shape
+    R, k = init.shape[:2]
     if y.ndim == 2:
         y_var = y[None]
         y_idx = np.zeros(R, dtype=np.int64)
@@ -169,7 +183,7 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
     ts_var = None
     if theta_star is not None:
         ts = np.asarray(theta_star, dtype=dt)
-        ts_var = ts[None] if ts.ndim == 2 else ts
+        ts_var = ts[None] if ts.ndim == model_ndim + 1 else ts
     lr_all = np.broadcast_to(np.asarray(lr, dtype=dt), (R,))
     l2 = dt.type(l2)
     delta = dt.type(huber_delta)
@@ -185,7 +199,7 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
         P = np.asarray(participation_mask, dtype=bool)
         assert P.shape == (n_iter, R, m)
 
-    out_theta = np.empty((R, k, d), dtype=dt)
+    out_theta = np.empty(init.shape, dtype=dt)
     out_labels = np.empty((R, m), dtype=np.int64)
     out_loss = np.empty(R, dtype=dt)
     out_div = np.zeros(R, dtype=bool)
@@ -224,13 +238,13 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
             new = theta.copy()
             for j in range(k):
                 if averaging == "gradient":
-                    acc = np.zeros(d, dtype=dt)
+                    acc = np.zeros_like(theta[j])
                     for i in range(m):
                         if P[t, r, i] and a[i] == j:
                             acc = acc + naive_grad(theta[j], X[i, G], yr[i, G], loss, l2, delta)
                     new[j] = theta[j] - lr_r / m * acc
                 else:
-                    acc = np.zeros(d, dtype=dt)
+                    acc = np.zeros_like(theta[j])
                     count = 0
                     for i in range(m):
                         if P[t, r, i] and a[i] == j:
@@ -251,8 +265,8 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
             if early_stop and t >= 1 and np.array_equal(a, prev_a):
                 ratio = dt.type(0)
                 for j in range(k):
-                    step = np.sqrt(np.dot(new[j] - theta[j], new[j] - theta[j]))
-                    size = max(np.sqrt(np.dot(theta[j], theta[j])), tiny)
+                    step = np.sqrt(_sq(new[j] - theta[j]))
+                    size = max(np.sqrt(_sq(theta[j])), tiny)
                     ratio = max(ratio, step / size)
                 if ratio <= tol:
                     theta = new
