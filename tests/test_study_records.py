@@ -132,3 +132,30 @@ def test_a_study_needs_params_and_margins_tables():
     with pytest.raises(ValueError, match="plain name"):
         Study(id="../X", title="", claim="", location="", schema=SCHEMA, units=_units,
               compute=_compute, analyze=_analyze, figure=_figure)
+
+
+def test_a_note_records_its_outcome_and_may_make_its_own_table(tmp_path, cfg):
+    """A reproducibility note (kind "note", as D1): a note's outcome, not a claim's verdict; its
+    ".csv" table, made from the units' rows, is the study's table."""
+    import dataclasses
+
+    from mixlinreg.theory._study import NOTE, SAME, UNDETERMINED
+    from mixlinreg.theory.study import MissingInput
+
+    def analyze(table, params, rng):
+        means = table.groupby("seed", as_index=False)["x"].mean()
+        return Verdict(SAME, means, "same", tables={".csv": means})
+
+    note = dataclasses.replace(TOY, analyze=analyze, kind=NOTE)
+    r = run(note, preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
+    assert (r.kind, r.verdict) == (NOTE, SAME)
+    pd.testing.assert_frame_equal(pd.read_csv(r.table), r.numbers)  # the note's own table
+
+    def units(params):
+        raise MissingInput("no runs: make them with `mixlinreg reproduce ...`")
+
+    r = run(dataclasses.replace(note, units=units), preset="smoke", out=tmp_path / "out",
+            store=None, config_path=cfg)
+    assert (r.kind, r.verdict) == (NOTE, UNDETERMINED) and "mixlinreg reproduce" in r.summary
+    with pytest.raises(ValueError, match="kind must be one of"):
+        dataclasses.replace(TOY, kind="remark")

@@ -112,7 +112,9 @@ def test_trend_test_rejects_bad_counts():
 
 
 def test_move_outcome_rules():
-    m = d1.MOVE_MARGIN
+    from mixlinreg.theory.studies import get
+
+    m = get("D1").config("paper")["margins"]["margin"]
     assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, -0.15], "hi": [0.1, 0.05]}), m) == SAME
     # a convention that moves success at one point by more than its interval: results differ
     assert d1.move_outcome(pd.DataFrame({"lo": [-0.1, 0.2], "hi": [0.1, 0.8]}), m) == DIFFER
@@ -315,3 +317,38 @@ def test_d1_smoke(tmp_path):
     assert len(r.numbers) <= 2 * len(d1.FAMILIES) * 4  # comparison x panel x sigma stratum
     # the record is its tables' analysis: remade from them alone, it is the same record
     assert d1.rebuild_d1(tmp_path, "smoke").to_json() == (tmp_path / "D1_smoke.json").read_text()
+    assert any(c.startswith("Sensitivity: margin of a paired move (chosen 0.2)") for c in r.caveats)
+
+
+def test_d1_config_holds_the_presets_d1_has_always_used():
+    """D1's presets live in experiments/studies/D1.toml (they were a pick(...) in run_d1)."""
+    from mixlinreg.theory.studies import get
+
+    want = {"smoke": ("smoke", None, None, 2, "smoke"),
+            "quick": ("quick", [0.25, 0.5, 1.0], [0.1], 4, "paper"),
+            "paper": ("quick", None, None, 10, "paper")}
+    for preset, values in want.items():
+        cfg = get("D1").config(preset)
+        p = cfg["params"]
+        assert (p["config_preset"], p["R"], p["sigma"], p["trials"], p["figure2_preset"]) == values
+        assert p["figure2_store"] == "figures/stores"
+        assert (cfg["margins"]["margin"], cfg["margins"]["alpha"]) == (0.2, 0.05)
+
+
+def test_d1_reads_the_panel_stores_by_config_and_leaves_missing_ones_out(tmp_path):
+    from mixlinreg.harness import load_config, run_experiment
+    from mixlinreg.theory.studies import get
+    from mixlinreg.theory.study import run
+
+    store = tmp_path / "stores"
+    run_experiment(load_config("fig2a", "smoke"), store, progress=False)
+    cfg = _f2_config(tmp_path, "D1", store)
+    r = run(get("D1"), preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
+    assert r.kind == NOTE and r.verdict in NOTE_OUTCOMES
+    moves = pd.read_csv(tmp_path / "out" / "D1_smoke.csv")
+    assert set(moves.loc[moves["family"] == "distance", "panel"]) == {"a"}
+    assert any(c.startswith("Runs read: panel a: fig2a-smoke-") for c in r.caveats)
+    for p in "bcd":
+        assert any(c.startswith(f"Panel {p} is left out") and f"mixlinreg reproduce fig2{p} "
+                   f"--preset smoke --out {store}" in c for c in r.caveats)
+    assert len(list(store.iterdir())) == 1  # reading never makes a store

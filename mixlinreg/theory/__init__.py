@@ -12,14 +12,14 @@ Run them with ``mixlinreg check [ID ...] --preset quick|full --write paper_check
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDICTS, Context,
                      StudyResult, canonical_preset, combine)
 
-# ID -> (module, function, one-line title). Order is the order of paper_checks.md. Module and
-# function are None for a study record (mixlinreg/theory/studies/<id>.py), which run_study finds.
+# ID -> (module, function, one-line title). Order is the order of paper_checks.md. Every study is
+# a record (mixlinreg/theory/studies/<id>.py, found by run_study), so module and function are None
+# (they named the function of a study written before the records).
 STUDIES = {
     "L1": (None, None, "Lemma 1: misclassification probability"),
     "T1": (None, None, "Theorem 1: one-step contraction by 1/2"),
@@ -32,18 +32,7 @@ STUDIES = {
     "F2b": (None, None, "Figure 2(b): success rises with R (k = 4)"),
     "F2c": (None, None, "Figure 2(c): success rises with m and n (k = 2)"),
     "F2d": (None, None, "Figure 2(d): success rises with m and n (k = 4)"),
-    "D1": ("d1", "run_d1", "Text vs code: conventions of the Figure 2 experiment"),
-}
-
-
-# Where the paper states each claim, in both versions: the long (arXiv) version and the conference
-# (NeurIPS 2020) version, whose numbering differs (the synthetic figure is Figure 3 of the long
-# version, Figure 2 of the NeurIPS version). These are the studies not yet records; a record
-# (mixlinreg/theory/studies/<id>.py) holds its own location. See location().
-LOCATIONS = {
-    "D1": ("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "
-           "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
-           "that figure"),
+    "D1": (None, None, "Text vs code: conventions of the Figure 2 experiment"),
 }
 
 
@@ -56,9 +45,7 @@ def location(study_id) -> str:
     (study_id,) = _check_ids([study_id])
     from . import studies
 
-    if studies.ported(study_id):
-        return studies.get(study_id).location
-    return LOCATIONS[study_id]
+    return studies.get(study_id).location
 
 
 def _check_ids(ids):
@@ -88,31 +75,17 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
     """
     (study_id,) = _check_ids([study_id])
     preset = canonical_preset(preset)
-    from . import studies
-
-    if studies.ported(study_id):  # a record under mixlinreg/theory/studies/
-        from .study import run
-
-        result = run(studies.get(study_id), preset=preset, out=out, store=store, seed=seed,
-                     n_jobs=n_jobs, progress=progress)
-        from ..harness.store import _atomic_write_text
-
-        _atomic_write_text(Path(out) / f"{study_id}_{preset}.json", result.to_json())
-        return result
-    module, func, _ = STUDIES[study_id]
-    fn = getattr(importlib.import_module(f"{__name__}.{module}"), func)
-    ctx = Context(study_id, preset=preset, out=Path(out), store=store, seed=seed, n_jobs=n_jobs,
-                  progress=progress)
-    result = fn(ctx)
-    if not isinstance(result, StudyResult):
-        raise TypeError(f"study {study_id} returned {type(result).__name__}, not StudyResult")
     from ..harness.store import _atomic_write_text
+    from . import studies
+    from .study import run
 
-    _atomic_write_text(ctx.path(".json"), result.to_json())
+    result = run(studies.get(study_id), preset=preset, out=out, store=store, seed=seed,
+                 n_jobs=n_jobs, progress=progress)
+    _atomic_write_text(Path(out) / f"{study_id}_{preset}.json", result.to_json())
     return result
 
 
 from .report import load_results, write_report  # noqa: E402
 
-__all__ = ["STUDIES", "LOCATIONS", "location", "run_study", "write_report", "load_results", "StudyResult", "Context",
+__all__ = ["STUDIES", "location", "run_study", "write_report", "load_results", "StudyResult", "Context",
            "combine", "HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "VERDICTS", "PRESETS"]

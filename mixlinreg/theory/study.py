@@ -18,13 +18,18 @@ schema of its config) plus four functions:
   config fixes (``rng(name)`` gives the named stream ``"analyze_" + name`` for a bootstrap);
 * ``figure(table, verdict, params) -> matplotlib Figure``.
 
+A study answers a claim of the paper with a verdict (``kind = "claim"``), or is a reproducibility
+note (``kind = "note"``, D1) that answers a question with a note's outcome
+(:data:`~mixlinreg.theory._study.NOTE_OUTCOMES`).
+
 A study that reads another experiment's results (the Figure 2 stores) raises :class:`MissingInput`
 from ``units`` when they are absent: :func:`run` then writes an *inconclusive* record whose
-summary names the command that makes them, and computes nothing.
+summary names the command that makes them (a note's: *undetermined*), and computes nothing.
 
 :func:`run` loads ``experiments/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
 computes the units through the resumable store (:class:`mixlinreg.theory._study.Context`), writes
-the table, the extra tables of the verdict and the figure under ``out``, and returns the
+the table (the units' rows, or the verdict's ``".csv"`` table made from them), the extra tables of
+the verdict and the figure under ``out``, and returns the
 :class:`~mixlinreg.theory._study.StudyResult` whose JSON record ``paper_checks.md`` is made from.
 Adding a study is one module under ``mixlinreg/theory/studies/`` and one config.
 """
@@ -41,7 +46,8 @@ import pandas as pd
 
 from .. import config as _config
 from .._paths import plain_name
-from ._study import INCONCLUSIVE, VERDICTS, Context, StudyResult
+from ._study import (CLAIM, INCONCLUSIVE, KINDS, NOTE_OUTCOMES, UNDETERMINED, VERDICTS, Context,
+                     StudyResult)
 
 __all__ = ["Study", "Verdict", "MissingInput", "figure2_store", "run", "unit_rng",
            "sensitivity_line"]
@@ -83,7 +89,8 @@ class Verdict:
     Attributes
     ----------
     verdict : str
-        One of :data:`~mixlinreg.theory.VERDICTS`.
+        One of :data:`~mixlinreg.theory.VERDICTS`; a note's outcome (one of
+        :data:`~mixlinreg.theory._study.NOTE_OUTCOMES`) for a study of kind ``"note"``.
     numbers : pandas.DataFrame
         The measured numbers that decide it, with intervals.
     summary : str
@@ -93,7 +100,8 @@ class Verdict:
         The verdict at neighbouring values of each threshold or margin (see :func:`sensitivity_line`).
     tables : dict
         Extra tables to write, ``{suffix: DataFrame}`` (``"_factors.csv"`` ->
-        ``<out>/<ID>_<preset>_factors.csv``).
+        ``<out>/<ID>_<preset>_factors.csv``); the suffix ``".csv"`` replaces the units' rows as the
+        study's table ``<out>/<ID>_<preset>.csv`` (D1: the paired moves made from its units).
     """
 
     verdict: str
@@ -104,13 +112,15 @@ class Verdict:
     tables: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.verdict not in VERDICTS + NOTE_OUTCOMES:  # the record checks it against its kind
+            raise ValueError(f"verdict must be one of {VERDICTS + NOTE_OUTCOMES}, got "
+                             f"{self.verdict!r}")
 
 
 @dataclass(frozen=True)
 class Study:
-    """One claim: metadata as data, and the four functions described in the module docstring."""
+    """One claim (or, with ``kind="note"``, one reproducibility note): metadata as data, and the
+    four functions described in the module docstring."""
 
     id: str
     title: str
@@ -121,9 +131,12 @@ class Study:
     compute: Callable
     analyze: Callable
     figure: Callable
+    kind: str = CLAIM
 
     def __post_init__(self):
         plain_name("study ID", self.id)
+        if self.kind not in KINDS:
+            raise ValueError(f"study {self.id}: kind must be one of {KINDS}, got {self.kind!r}")
         for key in ("params", "margins"):
             if key not in self.schema:
                 raise ValueError(f"study {self.id}: schema needs a [{key}] table, got {sorted(self.schema)}")
@@ -176,7 +189,8 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     except MissingInput as exc:
         Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
         return ctx.result(title=study.title, claim=study.claim, location=study.location,
-                          verdict=INCONCLUSIVE, summary=f"No results to read: {exc}",
+                          verdict=INCONCLUSIVE if study.kind == CLAIM else UNDETERMINED,
+                          summary=f"No results to read: {exc}", kind=study.kind,
                           numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[])
     names = [n for n, _ in units]
     for n in names:  # the rule of Context.unit, checked before anything is computed
@@ -201,12 +215,14 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     table_path = ctx.write_table(table)
     v = study.analyze(table, params, lambda key: unit_rng(seed, study.id, "analyze_" + key))
     for suffix, df in v.tables.items():
-        ctx.write_table(df, suffix)
+        path = ctx.write_table(df, suffix)
+        if suffix == ".csv":  # the study's own table, made from the units' rows, replaces them
+            table_path = path
     fig_path = ctx.save_figure(study.figure(table, v, params))
     caveats = list(v.caveats) + [f"Sensitivity: {line}" for line in v.sensitivity]
     return ctx.result(title=study.title, claim=study.claim, location=study.location,
                       verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=caveats,
-                      table=table_path, figure=fig_path)
+                      table=table_path, figure=fig_path, kind=study.kind)
 
 
 def _fill_unit(study, preset, out, store, seed, params, name, spec):
