@@ -11,7 +11,7 @@ from mixlinreg.cli import main
 from mixlinreg.theory import STUDIES, run_study, write_report
 from mixlinreg.theory import bounds
 from mixlinreg.theory._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context,
-                                     StudyResult, combine, pick)
+                                     StudyResult, combine)
 from mixlinreg.theory.report import load_results, markdown_table
 from mixlinreg.stats import (Fit, bootstrap, contraction_factor, loglog_slope, semilog_slope,
                              verdict_at_least, verdict_at_most, verdict_equal)
@@ -229,14 +229,10 @@ def test_unit_name_and_return_type_are_checked(tmp_path):
         ctx.unit("ok", lambda: [1, 2])
 
 
-def test_pick():
-    assert pick("paper", smoke=1, quick=2, paper=3) == 3
-    assert pick("full", smoke=1, quick=2, paper=3) == 3  # the former name of "paper"
-    assert Context("L1", preset="full").preset == "paper"
+def test_former_preset_name():
+    assert Context("L1", preset="full").preset == "paper"  # the former name of "paper"
     with pytest.raises(ValueError, match="former name 'full'"):
         Context("L1", preset="huge")
-    with pytest.raises(ValueError, match="preset must be one of"):
-        pick("paper", smoke=1, quick=2)
 
 
 # ------------------------------------------------------------------ records and report

@@ -1,11 +1,12 @@
 """What every theory study shares: the verdict vocabulary, the result record, seeds and a
 resumable per-unit store.
 
-A study is a function ``run(ctx) -> StudyResult``. It splits its work into *units* (one grid point,
-one seed, ...), computes each unit through :meth:`Context.unit`, which writes the unit's tidy rows
-atomically to ``<store>/<ID>-<preset>-<hash>/<unit>.csv`` and reads them back on a rerun, so an
-interrupted ``mixlinreg check`` resumes without redoing finished units. The study then writes its
-tidy table and figure under ``<out>`` and returns a :class:`StudyResult` with the verdict.
+A study (a record: :mod:`mixlinreg.theory.study`) splits its work into *units* (one grid point, one
+seed, ...); the driver computes each unit through :meth:`Context.unit`, which writes the unit's
+tidy rows atomically to ``<store>/<ID>-<preset>-<hash>/<unit>.csv`` and reads them back on a rerun,
+so an interrupted ``mixlinreg check`` resumes without redoing finished units. The driver then
+writes the study's tidy table and figure under ``<out>`` and returns a :class:`StudyResult` with
+the verdict. A study's values, presets among them, live in its config, never here.
 """
 
 from __future__ import annotations
@@ -333,17 +334,3 @@ class Context:
             if key in kw and kw[key]:
                 kw[key] = str(kw[key])
         return StudyResult(**kw)
-
-
-def pick(preset: str, **values):
-    """The value for ``preset`` from keyword arguments ``smoke=..., quick=..., paper=...``.
-
-    >>> pick("quick", smoke=1, quick=2, paper=3)
-    2
-    >>> pick("full", smoke=1, quick=2, paper=3)  # the former name of "paper"
-    3
-    """
-    preset = FORMER_PRESETS.get(preset, preset)
-    if preset not in values:
-        raise ValueError(f"preset must be one of {sorted(values)}, got {preset!r}")
-    return values[preset]
