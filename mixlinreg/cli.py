@@ -279,7 +279,7 @@ def _digits(args):
 
 
 def _check(args):
-    from .theory import STUDIES, run_study, write_report
+    from .theory import STUDIES, run_study, title, write_report
     from .theory._study import canonical_preset
 
     args.preset = canonical_preset(args.preset)  # 'full' is the former name of 'paper'
@@ -312,7 +312,7 @@ def _check(args):
         bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
         for sid in bar:
             t1 = time.perf_counter()
-            bar.write(f"[{sid}] {STUDIES[sid][2]} ...")
+            bar.write(f"[{sid}] {title(sid)} ...")
             r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
                           n_jobs=args.n_jobs, progress=not args.no_progress)
             bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "

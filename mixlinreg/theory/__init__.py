@@ -17,23 +17,21 @@ from pathlib import Path
 from ._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, PRESETS, VERDICTS, Context,
                      StudyResult, canonical_preset, combine)
 
-# ID -> (module, function, one-line title). Order is the order of paper_checks.md. Every study is
-# a record (mixlinreg/theory/studies/<id>.py, found by run_study), so module and function are None
-# (they named the function of a study written before the records).
-STUDIES = {
-    "L1": (None, None, "Lemma 1: misclassification probability"),
-    "T1": (None, None, "Theorem 1: one-step contraction by 1/2"),
-    "C1": (None, None, "Corollary 1: error floor and iteration count"),
-    "A0": (None, None, "Assumption 1: slightly better than random suffices (k = 2)"),
-    "T2": (None, None, "Theorem 2: contraction 1 - p lambda / (8 L)"),
-    "C2": (None, None, "Corollary 2: error O~(1/sqrt(mn) + 1/n)"),
-    "RS": (None, None, "Section 6: random initialization with a few restarts"),
-    "F2a": (None, None, "Figure 2(a): success rises with R (k = 2)"),
-    "F2b": (None, None, "Figure 2(b): success rises with R (k = 4)"),
-    "F2c": (None, None, "Figure 2(c): success rises with m and n (k = 2)"),
-    "F2d": (None, None, "Figure 2(d): success rises with m and n (k = 4)"),
-    "D1": (None, None, "Text vs code: conventions of the Figure 2 experiment"),
-}
+#: The study IDs, in the order of paper_checks.md. Each is a record
+#: (mixlinreg/theory/studies/<id>.py, with its title, claim and location as data).
+STUDIES = ("L1", "T1", "C1", "A0", "T2", "C2", "RS", "F2a", "F2b", "F2c", "F2d", "D1")
+
+
+def title(study_id) -> str:
+    """The one-line title of study ``study_id`` (from its record).
+
+    >>> title("T1")
+    'Theorem 1: one-step contraction by 1/2'
+    """
+    (study_id,) = _check_ids([study_id])
+    from . import studies
+
+    return studies.get(study_id).title
 
 
 def location(study_id) -> str:
@@ -87,5 +85,5 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
 
 from .report import load_results, write_report  # noqa: E402
 
-__all__ = ["STUDIES", "location", "run_study", "write_report", "load_results", "StudyResult", "Context",
+__all__ = ["STUDIES", "location", "title", "run_study", "write_report", "load_results", "StudyResult", "Context",
            "combine", "HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "VERDICTS", "PRESETS"]

@@ -90,7 +90,7 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
     command named in the header, see :func:`report_command`): no clock, no host, so a report remade
     from the same records is the same file.
     """
-    from . import STUDIES
+    from . import title
 
     presets = sorted({r.preset for r in results.values()})
     records = _rel(str(out), base) or "."
@@ -126,7 +126,7 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
     out += ["| ID | claim | verdict | preset | seconds |", "|---|---|---|---|---|"]
     out += [_row(sid, r) for sid, r in claims.items()]
     for sid in missing:
-        out.append(f"| {sid} | {STUDIES[sid][2]} | not run | | |")
+        out.append(f"| {sid} | {title(sid)} | not run | | |")
     out.append("")
     if notes:
         out += [
@@ -165,10 +165,10 @@ def _count_line(claims, notes) -> str:
 
 
 def _row(sid, r) -> str:
-    from . import STUDIES
+    from . import title
 
     secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
-    return f"| [{sid}](#{sid.lower()}) | {STUDIES[sid][2]} | **{r.verdict}** | {r.preset} | {secs} |"
+    return f"| [{sid}](#{sid.lower()}) | {title(sid)} | **{r.verdict}** | {r.preset} | {secs} |"
 
 
 def _section(sid, r, base, level) -> list:
