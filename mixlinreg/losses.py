@@ -111,10 +111,9 @@ def d2ell(z, y, code, delta):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
-def ce(P, t, c0, nout, y):
-    """Multinomial logistic loss of the logits ``P[t, c0:c0 + nout]`` for class ``y`` (float64):
-    ``logsumexp(z) - z_y``, shifted by ``max(z)`` so that large logits cannot overflow; a NaN logit
-    gives NaN."""
+def _shifted(P, t, c0, nout):
+    """The largest of the logits ``P[t, c0:c0 + nout]`` (NaN if one is NaN) and the sum of
+    ``exp(logit - largest)``: the shift that keeps the exponentials from overflowing."""
     mx = np.float64(P[t, c0])
     for c in range(1, nout):
         v = np.float64(P[t, c0 + c])
@@ -123,20 +122,22 @@ def ce(P, t, c0, nout, y):
     s = 0.0
     for c in range(nout):
         s += np.exp(np.float64(P[t, c0 + c]) - mx)
+    return mx, s
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def ce(P, t, c0, nout, y):
+    """Multinomial logistic loss of the logits ``P[t, c0:c0 + nout]`` for class ``y`` (float64):
+    ``logsumexp(z) - z_y``, shifted by ``max(z)`` so that large logits cannot overflow; a NaN logit
+    gives NaN."""
+    mx, s = _shifted(P, t, c0, nout)
     return mx + np.log(s) - np.float64(P[t, c0 + int(y)])
 
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
 def dce_into(P, t, c0, nout, y, out, o0):
     """The gradient of :func:`ce` in the logits, ``softmax(z) - e_y``, into ``out[t, o0:o0 + nout]``."""
-    mx = np.float64(P[t, c0])
-    for c in range(1, nout):
-        v = np.float64(P[t, c0 + c])
-        if v > mx or np.isnan(v):
-            mx = v
-    s = 0.0
-    for c in range(nout):
-        s += np.exp(np.float64(P[t, c0 + c]) - mx)
+    mx, s = _shifted(P, t, c0, nout)
     yc = int(y)
     for c in range(nout):
         g = np.exp(np.float64(P[t, c0 + c]) - mx) / s
