@@ -99,8 +99,8 @@ class _Problem:
         method = _choose_method(method, loss=loss, resample=resample, averaging=averaging,
                                 participation=participation, trace=trace, dt=dt,
                                 gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k)
-        return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, nout=nout, lr=lr, loss=loss, l2=l2,
-                   huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
+        return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, nout=nout, lr=lr, loss=loss,
+                   l2=l2, huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
                    trace=trace, method=method, gram_memory=gram_memory)
