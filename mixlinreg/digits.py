@@ -213,6 +213,8 @@ class DigitsIFCAResult:
         Training loss at the same points.
     restart : int
         Index of the kept restart.
+    diverged : bool
+        The kept restart diverged (only when every restart did; a ``ConvergenceWarning`` says so).
     """
 
     W: np.ndarray
@@ -221,6 +223,7 @@ class DigitsIFCAResult:
     ari_trace: np.ndarray
     loss_trace: np.ndarray
     restart: int
+    diverged: bool = False
 
 
 def _check_machines(X, y):
@@ -286,15 +289,22 @@ def ifca_model_averaging(X, y, k, *, tau=5, rounds=100, lr=0.5, l2=1e-3, n_init=
     res = ifca(X, y.astype(np.float64), init, lr, n_iter=rounds, loss="multinomial", l2=l2,
                averaging="model", local_steps=tau, trace=True)
     ok = ~res.diverged
-    if not ok.any():
-        raise RuntimeError(f"every one of the {n_init} restarts of IFCA diverged at lr = {lr}; "
-                           "use a smaller lr")
-    best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
+    if ok.any():
+        best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
+    else:  # a diverging run is a result: flagged (warning, ``diverged``), not an exception
+        import warnings
+
+        from .ifca import ConvergenceWarning
+
+        best = 0
+        warnings.warn(f"every one of the {n_init} restarts of IFCA diverged at lr = {lr}; use a "
+                      "smaller lr", ConvergenceWarning, stacklevel=2)
     ari = np.full(rounds + 1, np.nan)
     if labels is not None:
         ari = np.array([adjusted_rand(labels, a) for a in res.trace.labels[:, best]])
     return DigitsIFCAResult(W=res.theta[best], assign=res.labels[best], loss=float(res.loss[best]),
-                            ari_trace=ari, loss_trace=res.trace.loss[:, best], restart=best)
+                            ari_trace=ari, loss_trace=res.trace.loss[:, best], restart=best,
+                            diverged=bool(res.diverged[best]))
 
 
 def train_local(X, y, *, steps, lr=0.5, l2=1e-3):
