@@ -1,6 +1,7 @@
 """Where does one run of a Figure 2 unit part between the certified-Gram path and the direct path?
 
     python experiments/diagnose_path_difference.py fig2a paper m100_n100_d1000_k2_t0033 321
+    python experiments/diagnose_path_difference.py fig2b paper m400_n100_d1000_k4_t0012 worst
 
 ``mixlinreg check-gram`` compares the final distances of every run of a unit computed both ways.
 For a run whose distances differ, this script says why. It runs
@@ -14,7 +15,8 @@ For a run whose distances differ, this script says why. It runs
    trace), and in a batch of the unit's first few runs, to show whether the direct path
    reproduces itself when only the packing of the runs into BLAS calls changes;
 
-and prints the final distances, the first iteration whose partition differs between the two
+(``worst``: the run whose distance changes most between the two paths, as ``check-gram``
+measures it, found by a first run of the unit on the Gram path) and prints the final distances, the first iteration whose partition differs between the two
 paths and the loss gap there, and whether the run ever took a certified step (if not, every one of
 its iterations was the direct path's, computed with a different packing of the runs into BLAS
 calls, so the paths differ by rounding only).
@@ -33,18 +35,34 @@ from mixlinreg.inits import init_bernoulli
 from mixlinreg.metrics import dist_nearest_from_matrix, pairwise_dist
 
 
+def _worst(a, b, floor=1e-3):
+    """The row whose dist_nearest or dist_matched changes most (relative; absolute below floor)."""
+    change = np.zeros(len(a))
+    for col in ("dist_nearest", "dist_matched"):
+        x, y = a[col].to_numpy(float), b[col].to_numpy(float)
+        change = np.maximum(change, np.where(np.abs(x) >= floor, np.abs(x - y) / np.abs(x), 0.0))
+    return int(np.argmax(change)), float(change.max())
+
+
 def main(panel, preset, unit_id, run):
     exp = load_config(panel, preset)
     p = exp.protocol
     unit = {u.id: u for u in exp.units()}[unit_id]
+    direct, _ = run_unit(exp, unit, method="data")
+    if run == "worst":
+        plain, _ = run_unit(exp, unit, method="gram")
+        run, change = _worst(direct, plain)
+        print(f"largest relative change of a distance in the unit: {change:.3g}, at run {run}")
+    run = int(run)
     log = []
     certified = G._CertifiedRuns.certified
+    X64 = {}
 
     def watch(self, live):  # the Gram path's own certificate, plus a float64 look at the run
         ok = certified(self, live)
         if live[run]:
             th = self.theta[run].astype(np.float64)
-            X = self.data.X.astype(np.float64)
+            X = X64.setdefault("X", self.data.X.astype(np.float64))
             y = self.data.Y[self.data.yidx[run]].astype(np.float64)
             L = np.square(np.einsum("mnd,kd->mnk", X, th) - y[..., None]).mean(axis=1)
             s = np.sort(L, axis=1)
@@ -59,7 +77,6 @@ def main(panel, preset, unit_id, run):
     finally:
         G._CertifiedRuns.certified = certified
     r = rows.iloc[run]
-    direct, _ = run_unit(exp, unit, method="data")
     print(f"run {run}: R = {r.R}, sigma = {r.sigma}, init {r.init}, step {r.step}")
     print(f"direct path, in its batch of {len(rows)}: dist_nearest "
           f"{direct.dist_nearest.iloc[run]:.6g}, diverged {direct.diverged.iloc[run]}")
@@ -100,4 +117,4 @@ def main(panel, preset, unit_id, run):
 if __name__ == "__main__":
     if len(sys.argv) != 5:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4])
