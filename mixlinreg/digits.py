@@ -223,7 +223,7 @@ class DigitsIFCAResult:
     ari_trace: np.ndarray
     loss_trace: np.ndarray
     restart: int
-    diverged: bool = False
+    diverged: bool
 
 
 def _check_machines(X, y):
