@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._validation import as_generator, check_bool, check_float, check_int
-from .ifca import ifca
+from .ifca import ifca, kept_run
 from .losses import multinomial_derivative, multinomial_value
 from .metrics import adjusted_rand
 
@@ -288,17 +288,7 @@ def ifca_model_averaging(X, y, k, *, tau=5, rounds=100, lr=0.5, l2=1e-3, n_init=
     init = init_scale * gen.standard_normal((n_init, k, D, N_CLASSES))
     res = ifca(X, y.astype(np.float64), init, lr, n_iter=rounds, loss="multinomial", l2=l2,
                averaging="model", local_steps=tau, trace=True)
-    ok = ~res.diverged
-    if ok.any():
-        best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
-    else:  # a diverging run is a result: flagged (warning, ``diverged``), not an exception
-        import warnings
-
-        from .ifca import ConvergenceWarning
-
-        best = 0
-        warnings.warn(f"every one of the {n_init} restarts of IFCA diverged at lr = {lr}; use a "
-                      "smaller lr", ConvergenceWarning, stacklevel=2)
+    best = kept_run(res, f"use a smaller lr (got {lr})")
     ari = np.full(rounds + 1, np.nan)
     if labels is not None:
         ari = np.array([adjusted_rand(labels, a) for a in res.trace.labels[:, best]])

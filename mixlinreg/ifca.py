@@ -31,6 +31,22 @@ class ConvergenceWarning(UserWarning):
     """Issued when every restart diverged, or the kept run did not meet ``tol``."""
 
 
+def kept_run(res, advice):
+    """Index of the run a caller keeps from an :class:`IFCAResult` of several restarts: the lowest
+    final loss among runs that did not diverge and whose loss is finite (ties: the lowest index).
+
+    When every run diverged, run 0 is kept and a :class:`ConvergenceWarning` says so, ending with
+    ``advice`` (what the user can change). A diverging run is a result, not an exception: the caller
+    reports ``res.diverged[kept]``.
+    """
+    ok = ~res.diverged & np.isfinite(res.loss)
+    if ok.any():
+        return int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
+    warnings.warn(f"all {res.loss.size} runs of IFCA diverged (parameters not finite or beyond the "
+                  f"divergence threshold); {advice}", ConvergenceWarning, stacklevel=3)
+    return 0
+
+
 class DataScaleWarning(UserWarning):
     """Issued by :meth:`IFCA.fit` when the random initial models are far larger than any model that
     fits the data (``y`` on a tiny scale): gradient steps then start from far away."""
@@ -441,15 +457,10 @@ class IFCA(BaseEstimator):
                    local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
                    method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
                    **self._kernel_kwargs())
-        ok = ~res.diverged & np.isfinite(res.loss)
-        if ok.any():
-            best = int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
-        else:
-            best = 0
-            warnings.warn(f"all {res.loss.size} runs of IFCA diverged (parameters not finite or "
-                          f"beyond diverge_threshold={self.diverge_threshold!r}); try a smaller lr "
-                          f"(got {lrs.tolist()})", ConvergenceWarning, stacklevel=2)
-        if self.early_stop and ok.any() and not res.converged[best]:
+        best = kept_run(res, f"diverge_threshold={self.diverge_threshold!r}; try a smaller lr "
+                             f"(got {lrs.tolist()})")
+        kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
+        if self.early_stop and kept_ok and not res.converged[best]:
             warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
                           "iterations; increase n_iter", ConvergenceWarning, stacklevel=2)
         self.coef_ = res.theta[best].copy()
@@ -461,7 +472,7 @@ class IFCA(BaseEstimator):
         self.result_ = res
         self.n_features_in_ = d
         empty = np.setdiff1d(np.arange(k), self.labels_)
-        if ok.any() and empty.size:
+        if kept_ok and empty.size:
             warnings.warn(f"{empty.size} of n_clusters={k} fitted models have no machine (models "
                           f"{empty.tolist()} are empty): the data may hold fewer clusters, or the "
                           "restarts missed them; compare candidate n_clusters with bic(X, y)",

@@ -119,6 +119,22 @@ def test_estimator_all_diverged_warns():
     assert est.result_.diverged.all()
 
 
+def test_kept_run_rule():
+    """The run a caller keeps: lowest finite loss among runs that did not diverge, lowest index on
+    ties, run 0 with a warning when every run diverged. Shared by IFCA.fit and the digits IFCA."""
+    from types import SimpleNamespace
+
+    from mixlinreg.ifca import kept_run
+
+    def res(loss, diverged):
+        return SimpleNamespace(loss=np.array(loss, dtype=float), diverged=np.array(diverged))
+
+    assert kept_run(res([3.0, 1.0, 1.0, 2.0], [False] * 4), "x") == 1
+    assert kept_run(res([0.5, np.nan, 2.0], [True, False, False]), "x") == 2
+    with pytest.warns(mlr.ConvergenceWarning, match="all 3 runs of IFCA diverged.*advice here"):
+        assert kept_run(res([1.0, np.nan, np.inf], [True, False, True]), "advice here") == 0
+
+
 def test_estimator_validation_and_unfitted():
     mix = mlr.make_mixture(m=10, n=20, d=4, k=2, R=1.0, sigma=0.1, rng=7)
     with pytest.raises(ValueError, match=r"n_clusters must be in \[1, inf\), got 0"):
