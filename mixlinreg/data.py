@@ -142,8 +142,33 @@ def _check_scale_fits(R, sigma, d, dtype):
 # --------------------------------------------------------------------------------------------------
 
 
+class _MachineData:
+    """What :class:`Mixture` and :class:`Trial` share: features ``X`` of shape (m, n, d), one block of
+    ``n`` points per machine, and the sizes read from it."""
+
+    def _check_X(self):
+        if np.ndim(self.X) != 3:
+            raise ValueError(f"X must have 3 dimensions (m, n, d), got shape {np.shape(self.X)}")
+        return self.X.shape
+
+    @property
+    def m(self) -> int:
+        """Number of machines."""
+        return self.X.shape[0]
+
+    @property
+    def n(self) -> int:
+        """Number of points per machine."""
+        return self.X.shape[1]
+
+    @property
+    def d(self) -> int:
+        """Dimension."""
+        return self.X.shape[2]
+
+
 @dataclass(frozen=True, eq=False)
-class Mixture:
+class Mixture(_MachineData):
     """One data set of a mixture of regressions spread over ``m`` machines.
 
     Arrays are stored as given (no copy); data sets built from one :class:`Trial` share ``X``.
@@ -191,30 +216,13 @@ class Mixture:
     theta_scale: str
 
     def __post_init__(self):
-        if np.ndim(self.X) != 3:
-            raise ValueError(f"X must have 3 dimensions (m, n, d), got shape {np.shape(self.X)}")
-        m, n, d = self.X.shape
+        m, n, d = self._check_X()
         if np.shape(self.y) != (m, n):
             raise ValueError(f"y must have shape ({m}, {n}), got {np.shape(self.y)}")
         if np.ndim(self.theta_star) != 2 or np.shape(self.theta_star)[1] != d:
             raise ValueError(f"theta_star must have shape (k, {d}), got {np.shape(self.theta_star)}")
         k = self.theta_star.shape[0]
         object.__setattr__(self, "labels", _check_labels("labels", self.labels, m, k))
-
-    @property
-    def m(self) -> int:
-        """Number of machines."""
-        return self.X.shape[0]
-
-    @property
-    def n(self) -> int:
-        """Number of points per machine."""
-        return self.X.shape[1]
-
-    @property
-    def d(self) -> int:
-        """Dimension."""
-        return self.X.shape[2]
 
     @property
     def k(self) -> int:
@@ -228,7 +236,7 @@ class Mixture:
 
 
 @dataclass(frozen=True, eq=False)
-class Trial:
+class Trial(_MachineData):
     """The random part of one trial, shared by every (R, sigma) cell of that trial.
 
     As in the authors' code, all cells of a trial use the same features ``X``, the same 0/1 patterns
@@ -272,29 +280,12 @@ class Trial:
     _signals: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        if np.ndim(self.X) != 3:
-            raise ValueError(f"X must have 3 dimensions (m, n, d), got shape {np.shape(self.X)}")
-        m, n, d = self.X.shape
+        m, n, d = self._check_X()
         if np.ndim(self.B) != 2 or np.shape(self.B)[1] != d:
             raise ValueError(f"B must have shape (k, {d}), got {np.shape(self.B)}")
         if np.shape(self.z) != (m, n):
             raise ValueError(f"z must have shape ({m}, {n}), got {np.shape(self.z)}")
         object.__setattr__(self, "labels", _check_labels("labels", self.labels, m, self.B.shape[0]))
-
-    @property
-    def m(self) -> int:
-        """Number of machines."""
-        return self.X.shape[0]
-
-    @property
-    def n(self) -> int:
-        """Number of points per machine."""
-        return self.X.shape[1]
-
-    @property
-    def d(self) -> int:
-        """Dimension."""
-        return self.X.shape[2]
 
     @property
     def k(self) -> int:
