@@ -63,28 +63,27 @@ _MATCH_METHODS = ("auto", "permutations", "assignment")
 # validation helpers
 
 
-def _check_params(name, value):
-    """``value`` as a float64 array of shape (..., k, d), k, d >= 1; non-finite entries allowed."""
+def _check_stack(name, value, rows, cols):
+    """``value`` as a float64 array of shape (..., rows, cols), both at least 1 (``rows`` and
+    ``cols`` are the axes' names in the message); non-finite entries allowed."""
     arr = check_array(name, value, dtype=np.float64, finite=False)
+    shape = f"(..., {rows}, {cols})"
     if arr.ndim < 2:
-        raise ValueError(f"{name} must have shape (..., k, d) (at least 2 dimensions), "
-                         f"got shape {arr.shape}")
+        raise ValueError(f"{name} must have shape {shape} (at least 2 dimensions), got shape {arr.shape}")
     if arr.shape[-2] < 1 or arr.shape[-1] < 1:
-        raise ValueError(f"{name} must have shape (..., k, d) with k >= 1 and d >= 1, "
+        raise ValueError(f"{name} must have shape {shape} with {rows} >= 1 and {cols} >= 1, "
                          f"got shape {arr.shape}")
     return arr
+
+
+def _check_params(name, value):
+    """``value`` as a float64 array of shape (..., k, d), k, d >= 1; non-finite entries allowed."""
+    return _check_stack(name, value, "k", "d")
 
 
 def _check_matrix(name, value):
     """``value`` as a float64 array of shape (..., k1, k2) with k1, k2 >= 1."""
-    arr = check_array(name, value, dtype=np.float64, finite=False)
-    if arr.ndim < 2:
-        raise ValueError(f"{name} must have shape (..., k1, k2) (at least 2 dimensions), "
-                         f"got shape {arr.shape}")
-    if arr.shape[-2] < 1 or arr.shape[-1] < 1:
-        raise ValueError(f"{name} must have shape (..., k1, k2) with k1 >= 1 and k2 >= 1, "
-                         f"got shape {arr.shape}")
-    return arr
+    return _check_stack(name, value, "k1", "k2")
 
 
 def _check_labels(name, value):
