@@ -231,17 +231,30 @@ def _check_early_stop(args):
     return 0 if verdict else 1
 
 
-def _compare(args):
+def _out_and_store(args, default_store, skip_store=False):
+    """Check ``--out`` and, unless ``--no-store`` (or ``skip_store``), the store folder (``--store``,
+    else ``default_store``) before any work; return the store folder or None."""
     from ._paths import output_dir
-    from .compare import run_compare, write_outputs
 
+    output_dir(args.out, "--out")
+    if args.no_store or skip_store:
+        return None
+    return output_dir(args.store if args.store is not None else default_store, "--store")
+
+
+def _add_out_store(parser, out, out_help, store_help):
+    """The ``--out``, ``--store`` and ``--no-store`` options of a command that keeps resumable rows."""
+    parser.add_argument("--out", default=out, help=out_help)
+    parser.add_argument("--store", default=None, help=store_help)
+    parser.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+
+
+def _compare(args):
     from tqdm.auto import tqdm
 
-    from .compare import METHODS, load_preset
+    from .compare import METHODS, load_preset, run_compare, write_outputs
 
-    output_dir(args.out, "--out")  # before any work
-    store = None if args.no_store else output_dir(
-        args.store if args.store is not None else f"{args.out}/store", "--store")
+    store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
     built, proto = load_preset(args.preset)  # experiments/compare.toml
     n_seeds = args.seeds if args.seeds is not None else proto["n_seeds"]
@@ -261,12 +274,9 @@ def _compare(args):
 
 
 def _digits(args):
-    from ._paths import output_dir
     from .digits import run_digits, write_digits_outputs
 
-    output_dir(args.out, "--out")  # before any work
-    store = None if args.no_store else output_dir(
-        args.store if args.store is not None else f"{args.out}/store", "--store")
+    store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
                                 seed=args.seed, store=store, progress=not args.no_progress,
@@ -300,11 +310,9 @@ def _check(args):
         return 2
     from tqdm.auto import tqdm
 
-    from ._paths import output_dir, output_file
+    from ._paths import output_file
 
-    output_dir(args.out, "--out")  # before any work
-    store = None if args.no_store or args.report_only else output_dir(
-        args.store if args.store is not None else args.out, "--store")
+    store = _out_and_store(args, args.out, skip_store=args.report_only)  # before any work
     if args.write:
         output_file(args.write, "--write")
     t0 = time.perf_counter()
@@ -406,12 +414,9 @@ def build_parser():
                    help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
                         "numba has compiled, as measured for the README) or paper (hours; 'full' "
                         "is its former name) [quick]")
-    t.add_argument("--out", default="results/checks",
-                   help="folder for tables, figures and JSON records (and the store, unless "
-                        "--store) [results/checks]")
-    t.add_argument("--store", default=None,
-                   help="resumable per-unit rows; a rerun skips finished units [OUT]")
-    t.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    _add_out_store(t, "results/checks", "folder for tables, figures and JSON records (and the store, "
+                   "unless --store) [results/checks]",
+                   "resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     t.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes where a study "
                    "can use them [1]")
@@ -482,11 +487,8 @@ def build_parser():
                         "defined in experiments/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
-    c.add_argument("--out", default="results/compare",
-                   help="folder for everything this command makes [results/compare]")
-    c.add_argument("--store", default=None,
-                   help="resumable per-(scenario, seed) rows; a rerun skips finished ones [OUT/store]")
-    c.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    _add_out_store(c, "results/compare", "folder for everything this command makes [results/compare]",
+                   "resumable per-(scenario, seed) rows; a rerun skips finished ones [OUT/store]")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_compare)
 
@@ -500,11 +502,8 @@ def build_parser():
     g.add_argument("--n", type=positive_int, default=None, help="training images per machine [30]")
     g.add_argument("--tau", type=positive_int, default=None, help="local steps per round [5]")
     g.add_argument("--rounds", type=positive_int, default=None, help="communication rounds [100]")
-    g.add_argument("--out", default="results/digits",
-                   help="folder for everything this command makes [results/digits]")
-    g.add_argument("--store", default=None,
-                   help="resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
-    g.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
+    _add_out_store(g, "results/digits", "folder for everything this command makes [results/digits]",
+                   "resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_digits)
 
