@@ -58,6 +58,18 @@ def canonical_preset(preset) -> str:
 GZIP_ABOVE = 1_000_000  # bytes of CSV above which a table is written gzipped
 
 
+def _weakest(values, allowed, order, fallback, what, func):
+    """The first of ``order`` found in ``values`` (all of which must be in ``allowed``), else
+    ``fallback``; ``what`` and ``func`` name the values and the caller in errors."""
+    values = list(values)
+    if not values:
+        raise ValueError(f"{func} needs at least one {what}, got none")
+    for v in values:
+        if v not in allowed:
+            raise ValueError(f"{what} must be one of {allowed}, got {v!r}")
+    return next((v for v in order if v in values), fallback)
+
+
 def combine(verdicts):
     """The weakest of several verdicts: not supported > inconclusive > caveat > holds.
 
@@ -66,16 +78,8 @@ def combine(verdicts):
     >>> combine(["holds", "inconclusive", "not supported"])
     'not supported'
     """
-    verdicts = list(verdicts)
-    if not verdicts:
-        raise ValueError("combine needs at least one verdict, got none")
-    for v in verdicts:
-        if v not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {v!r}")
-    for v in (NOT_SUPPORTED, INCONCLUSIVE, CAVEAT):
-        if v in verdicts:
-            return v
-    return HOLDS
+    return _weakest(verdicts, VERDICTS, (NOT_SUPPORTED, INCONCLUSIVE, CAVEAT), HOLDS, "verdict",
+                    "combine")
 
 
 def combine_outcomes(outcomes):
@@ -86,16 +90,8 @@ def combine_outcomes(outcomes):
     >>> combine_outcomes(["same results", "results differ", "undetermined"])
     'results differ'
     """
-    outcomes = list(outcomes)
-    if not outcomes:
-        raise ValueError("combine_outcomes needs at least one outcome, got none")
-    for o in outcomes:
-        if o not in NOTE_OUTCOMES:
-            raise ValueError(f"outcome must be one of {NOTE_OUTCOMES}, got {o!r}")
-    for o in (DIFFER, UNDETERMINED):
-        if o in outcomes:
-            return o
-    return SAME
+    return _weakest(outcomes, NOTE_OUTCOMES, (DIFFER, UNDETERMINED), SAME, "outcome",
+                    "combine_outcomes")
 
 
 @dataclass
