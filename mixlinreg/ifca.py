@@ -35,7 +35,7 @@ def kept_run(res, advice):
     """Index of the run a caller keeps from an :class:`IFCAResult` of several restarts: the lowest
     final loss among runs that did not diverge and whose loss is finite (ties: the lowest index).
 
-    When every run diverged, run 0 is kept and a :class:`ConvergenceWarning` says so, ending with
+    When no run qualifies, run 0 is kept and a :class:`ConvergenceWarning` says so, ending with
     ``advice`` (what the user can change). A diverging run is a result, not an exception: the caller
     reports ``res.diverged[kept]``.
     """
@@ -43,7 +43,8 @@ def kept_run(res, advice):
     if ok.any():
         return int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
     warnings.warn(f"all {res.loss.size} runs of IFCA diverged (parameters not finite or beyond the "
-                  f"divergence threshold); {advice}", ConvergenceWarning, stacklevel=3)
+                  f"divergence threshold) or ended with a loss that is not finite; {advice}",
+                  ConvergenceWarning, stacklevel=3)
     return 0
 
 
