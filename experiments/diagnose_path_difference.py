@@ -16,8 +16,8 @@ For a run whose distances differ, this script says why. It runs
    reproduces itself when only the packing of the runs into BLAS calls changes;
 
 (``worst``: the run whose distance changes most between the two paths, as ``check-gram``
-measures it, found by a first run of the unit on the Gram path) and prints the final distances, the first iteration whose partition differs between the two
-paths and the loss gap there, and whether the run ever took a certified step (if not, every one of
+measures it, found by a first run of the unit on the Gram path) and prints the final distances,
+the first iteration whose partition differs between the two paths and the loss gap there, and whether the run ever took a certified step (if not, every one of
 its iterations was the direct path's, computed with a different packing of the runs into BLAS
 calls, so the paths differ by rounding only).
 """

@@ -214,7 +214,8 @@ class DigitsIFCAResult:
     restart : int
         Index of the kept restart.
     diverged : bool
-        The kept restart diverged (only when every restart did; a ``ConvergenceWarning`` says so).
+        The kept restart diverged: it is kept only when no restart ended without diverging and
+        with a finite loss (:func:`mixlinreg.ifca.kept_run`; a ``ConvergenceWarning`` says so).
     """
 
     W: np.ndarray
