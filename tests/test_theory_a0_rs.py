@@ -112,7 +112,7 @@ def test_rs_config_presets():
 
 
 def test_rs_never_reads_figures_by_path():
-    """RS asks for the Figure 2(a) runs by config; no library code names a store folder."""
+    """RS asks for the Figure 2 (a) and (b) runs by config; no library code names a store folder."""
     for path in (ROOT / "mixlinreg" / "theory").rglob("*.py"):
         text = path.read_text()
         assert "PANEL_A_STORE" not in text, path
@@ -140,22 +140,40 @@ def test_a_study_without_its_figure2_runs_is_inconclusive_and_says_how_to_make_t
 
 
 def test_rs_smoke(tmp_path, monkeypatch):
-    from mixlinreg.harness import load_config, run_experiment
+    from mixlinreg.harness import ResultStore, load_config, run_experiment
 
     monkeypatch.chdir(tmp_path)
     run_experiment(load_config("fig2a", "smoke"), Path("figures/stores"), progress=False)
+    # panel (b)'s store missing: inconclusive, naming the command that makes it
+    r = run_study("RS", preset="smoke", out=tmp_path / "no_b", store=None)
+    assert r.verdict == INCONCLUSIVE
+    assert "mixlinreg reproduce fig2b --preset smoke --out figures/stores" in r.summary
+    run_experiment(load_config("fig2b", "smoke"), Path("figures/stores"), progress=False)
     r = run_study("RS", preset="smoke", out=tmp_path, store=None)
     table = _check_record(r, tmp_path, "RS")
     assert {"panel", "R", "sigma", "trial", "init", "ok", "ok_text"} <= set(table.columns)
     assert set(table["panel"]) == {"a", "b"}
     assert sorted(table[table["panel"] == "a"]["R"].unique()) == [0.25, 1.0]  # fig2a smoke grid
     assert (table[table["panel"] == "a"].groupby(["R", "sigma", "trial"]).size() == 2).all()
-    assert (table[table["panel"] == "b"].groupby(["R", "sigma", "trial"]).size() == 10).all()
+    b = table[table["panel"] == "b"]
+    assert sorted(b["R"].unique()) == [0.5, 1.0] and sorted(b["sigma"].unique()) == [0.0, 0.1]
+    assert (b.groupby(["R", "sigma", "trial"]).size() == 2).all()  # fig2b smoke: 2 inits
+    assert sorted(b["trial"].unique()) == [0, 1]
+    # the rows are the store's runs, reduced: some step succeeds iff the store says so
+    from mixlinreg.metrics import success_authors
+
+    rows = ResultStore.find(Path("figures/stores"), load_config("fig2b", "smoke")).table()
+    rows["ok"] = success_authors(rows["dist_nearest"].to_numpy(float),
+                                 rows["sigma"].to_numpy(float), plus=0.001)
+    want = rows.groupby(["R", "sigma", "trial", "init"])["ok"].any()
+    got = b.set_index(["R", "sigma", "trial", "init"])["ok"].astype(bool)
+    assert got.sort_index().equals(want.sort_index())
     cells = pd.read_csv(tmp_path / "RS_smoke_cells.csv")
     assert {"evidence", "holds", "contradicts", "r_need", "pN_hi"} <= set(cells.columns)
     assert (tmp_path / "RS_smoke_curves.csv").exists()
     assert r.verdict == INCONCLUSIVE  # 2 trials per cell: context only
     assert "smoke preset (config hash" in r.summary
+    assert "Panel (a): the fig2a store" in r.summary and "Panel (b): the fig2b store" in r.summary
     assert "Figure 3" in r.location and "Figure 2" in r.location
     line = _sensitivity(r, "substantial single-init success")
     assert re.search(r"0\.15 -> .*; 0\.25 -> .*; 0\.35 -> ", line)

@@ -8,23 +8,21 @@ contain a success (:func:`mixlinreg.theory.restarts.restart_success`), per (pane
 (:func:`~mixlinreg.theory.restarts.rs_cell_stats`), decided by
 :func:`~mixlinreg.theory.restarts.rs_verdict`.
 
-Panel (a): the runs of the Figure 2(a) experiment, asked of its store **by config** (the
-``fig2a`` config at ``params.figure2_preset``, under the root ``params.figure2_store``, through
-:meth:`mixlinreg.harness.ResultStore.find`; never a path with a hash in it); missing runs are an
-error that names the command that makes them. Panel (b): a few cells computed here with the
-harness (:func:`mixlinreg.harness.run_unit`), the paper's protocol with the validated early stop.
-Config: ``experiments/studies/RS.toml``.
+Both panels read the runs of the Figure 2 experiment, asked of its store **by config** (the
+``fig2a`` and ``fig2b`` configs at ``params.figure2_preset``, under the root
+``params.figure2_store``, through :meth:`mixlinreg.harness.ResultStore.find`; never a path with a
+hash in it); a missing store makes the record inconclusive, naming the command that makes the
+runs. Nothing is computed here but the reduction and the verdict. Config:
+``experiments/studies/RS.toml``.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pandas as pd
 
 from ...config import Spec
-from ...harness import Unit, load_config, run_unit
+from ...harness import load_config
 from ..restarts import reduce_runs, rs_cell_stats, rs_verdict
 from ..study import Study, Verdict, figure2_store, sensitivity_line
 
@@ -33,12 +31,7 @@ _OPEN01 = dict(low=0, high=1, open="both")
 SCHEMA = {
     "params": {
         "figure2_preset": _PRESET, "figure2_store": Spec("str"),
-        "panel_b_preset": _PRESET,
-        "panel_b_R": Spec("list[float]", low=0, open="low"),
-        "panel_b_sigma": Spec("list[float]", low=0),
-        "panel_b_trials": Spec("int", low=1), "panel_b_n_init": Spec("int", low=1),
-        "panel_b_early_stop": Spec("bool"), "panel_b_tol": Spec("float", low=0, open="low"),
-        "n_boot": Spec("int", low=100), "numbers_sigma_a": Spec("list[float]", low=0),
+        "n_boot": Spec("int", low=100), "numbers_sigma": Spec("list[float]", low=0),
     },
     "margins": {
         "target": Spec("float", **_OPEN01), "target_neighbours": Spec("list[float]", **_OPEN01),
@@ -51,41 +44,32 @@ SCHEMA = {
 }
 
 
-def _panel_b(params, seed):
-    p = params["params"]
-    exp = load_config("fig2b", p["panel_b_preset"])
-    grid = dict(exp.grid, R=list(p["panel_b_R"]), sigma=list(p["panel_b_sigma"]))
-    protocol = dict(exp.protocol, trials=p["panel_b_trials"], n_init=p["panel_b_n_init"],
-                    seed=int(seed), early_stop=p["panel_b_early_stop"], tol=p["panel_b_tol"])
-    return dataclasses.replace(exp, grid=grid, protocol=protocol)
+_PANELS = {"a": "fig2a", "b": "fig2b"}
+
+
+def _stores(p):
+    """The Figure 2 (a) and (b) stores the study reads, by config (``figure2_store`` raises
+    :class:`~mixlinreg.theory.study.MissingInput` naming the command when one is missing)."""
+    return {panel: figure2_store(name, p["figure2_preset"], p["figure2_store"])
+            for panel, name in _PANELS.items()}
 
 
 def units(params):
-    """Panel (a): one unit per finished unit of its store (named by the store's config hash and
-    the unit); panel (b): one unit per computed trial."""
-    p = params["params"]
-    store = figure2_store("fig2a", p["figure2_preset"], p["figure2_store"])
-    tag = store.exp.hash()[:12]
-    out = [(f"a_{tag}_{u}", {"panel": "a", "unit": u}) for u in sorted(store.done(warn=False))]
-    out += [(f"b_t{t:04d}", {"panel": "b", "trial": t}) for t in range(p["panel_b_trials"])]
+    """One unit per finished unit of each panel's store, named by the panel, the store's config
+    hash and the store's unit (a store with more finished units adds units; none is redone)."""
+    out = []
+    for panel, store in _stores(params["params"]).items():
+        tag = store.exp.hash()[:12]
+        out += [(f"{panel}_{tag}_{u}", {"panel": panel, "unit": u})
+                for u in sorted(store.done(warn=False))]
     return out
-
-
-def _seed_row(rng):
-    return pd.DataFrame({"seed": [int(rng.integers(2**31))]})
 
 
 def compute(spec, params, rng, shared):
     p = params["params"]
-    if spec["panel"] == "a":
-        store = figure2_store("fig2a", p["figure2_preset"], p["figure2_store"])
-        return reduce_runs(store.units.read(spec["unit"]), "a",
-                           float(store.exp.protocol["success_plus"]))
-    # panel (b): the seed of the computed experiment is a shared piece (every trial needs it)
-    exp = _panel_b(params, shared("panel_b_seed", _seed_row)["seed"].iloc[0])
-    (m, n, d, k), = exp.groups()
-    rows, _ = run_unit(exp, Unit(m, n, d, k, spec["trial"], tuple(exp.cells())))
-    return reduce_runs(rows, "b", float(exp.protocol["success_plus"]))
+    store = figure2_store(_PANELS[spec["panel"]], p["figure2_preset"], p["figure2_store"])
+    return reduce_runs(store.units.read(spec["unit"]), spec["panel"],
+                       float(store.exp.protocol["success_plus"]))
 
 
 # ------------------------------------------------------------------------------ the verdict
@@ -95,6 +79,14 @@ def _stats(table, params, rng, target, confidence):
     per_init = table.assign(ok=table["ok"].astype(bool), ok_text=table["ok_text"].astype(bool))
     return rs_cell_stats(per_init, target=target, n_boot=params["params"]["n_boot"],
                          confidence=confidence, rng=rng)
+
+
+def _trials(cells, panel):
+    """'40' or '38-40': the trials per cell of one panel."""
+    t = cells.loc[cells["panel"] == panel, "trials"]
+    if not len(t):
+        return "0"
+    return f"{t.min()}" if t.min() == t.max() else f"{t.min()}-{t.max()}"
 
 
 def _fmt_need(r):
@@ -110,9 +102,9 @@ def analyze(table, params, rng):
     p, mg = params["params"], params["margins"]
     target, p1s, min_trials, conf = (mg["target"], mg["p1_substantial"], mg["min_trials"],
                                      mg["confidence"])
-    exp_a = load_config("fig2a", p["figure2_preset"])
+    exp_a, exp_b = (load_config(_PANELS[x], p["figure2_preset"]) for x in "ab")
     plus_a = float(exp_a.protocol["success_plus"])
-    plus_b = float(load_config("fig2b", p["panel_b_preset"]).protocol["success_plus"])
+    plus_b = float(exp_b.protocol["success_plus"])
     if plus_a != plus_b:
         raise ValueError(f"study RS: panel (a) rows use success_plus = {plus_a}, panel (b) "
                          f"{plus_b}: the summary assumes one rule")
@@ -122,7 +114,7 @@ def analyze(table, params, rng):
     n_init = int(c["n_init"].max())
     n_txt = f"{int(c['n_init'].min())}-{n_init}" if c["n_init"].nunique() > 1 else f"{n_init}"
 
-    show = c[(c["panel"] != "a") | c["sigma"].isin(p["numbers_sigma_a"])]
+    show = c[c["sigma"].isin(p["numbers_sigma"])]
     numbers = pd.DataFrame({
         "panel": show["panel"], "R": show["R"], "sigma": show["sigma"], "trials": show["trials"],
         "P(1 init)": [f"{r.p1:.2f} [{r.p1_lo:.2f}, {r.p1_hi:.2f}]" for r in show.itertuples()],
@@ -139,7 +131,6 @@ def analyze(table, params, rng):
              for (panel, sigma), r_star in sorted(info["r_star"].items())]
     worst_need = held.loc[held["r_need"].idxmax()] if len(held) else None
     ctx_cells = c[~c["evidence"]]
-    a, b = c[c["panel"] == "a"], c[c["panel"] == "b"]
     text_note = ""
     if "pN_text" in c.columns and len(held):
         pos = held[held["sigma"] > 0]
@@ -153,11 +144,11 @@ def analyze(table, params, rng):
         f"gives mean distance to the nearest true parameter < 0.6 sigma + {plus_a:g} (the authors' "
         f"rule of Figure 2 a, b); with s of N = {n_txt} initializations successful in a trial, r "
         f"restarts succeed with probability 1 - C(N - s, r)/C(N, r), averaged over trials "
-        f"(bootstrap over trials, {pct}). Panel (a): the {exp_a.name} store, {exp_a.preset} "
-        f"preset (config hash {exp_a.hash()[:12]}), {a['trials'].max() if len(a) else 0} trials x "
-        f"{len(a)} cells; panel (b): {b['trials'].max() if len(b) else 0} computed trials at R in "
-        f"{sorted(b['R'].unique().tolist())}, sigma in {sorted(b['sigma'].unique().tolist())}. "
-        f"Rule: evidence cells have >= {min_trials} trials; a cell holds if all N restarts give "
+        f"(bootstrap over trials, {pct}). "
+        + " ".join(f"Panel ({x}): the {e.name} store, {e.preset} preset (config hash "
+                   f"{e.hash()[:12]}), {_trials(c, x)} trials x {(c['panel'] == x).sum()} cells."
+                   for x, e in (("a", exp_a), ("b", exp_b)))
+        + f" Rule: evidence cells have >= {min_trials} trials; a cell holds if all N restarts give "
         f">= {target:g} and the restarts needed for {target:g} have an upper bound <= N; not "
         f"supported if a cell with single-init success >= {p1s:g} stays below "
         f"{target:g} (Wilson upper bound) with all restarts. "
@@ -185,15 +176,12 @@ def analyze(table, params, rng):
         "trial, so r = N is the paper's per-trial success and r < N is interpolated.",
         "Trials whose initializations all fail cap the restart curve below 1: more restarts of the "
         "same kind would not fix those data draws at small R.",
-        f"Panel (a) rows come from the {exp_a.name} store of the {exp_a.preset} preset (seed "
-        f"{pa['seed']} of its config, {pa['n_iter']} iterations, "
-        f"{'early stop' if pa['early_stop'] else 'no early stop'}); they do not change with "
-        f"--seed.",
-        "Panel (b) uses "
-        + (f"the validated early stop (tol = {p['panel_b_tol']:g})" if p["panel_b_early_stop"]
-           else "no early stop")
-        + f" and the fig2b {p['panel_b_preset']} preset's sizes, with a seed drawn from the "
-        f"study's named stream; its trials are few, see the trial counts.",
+        "Both panels' rows come from the Figure 2 stores of the "
+        + " and ".join(f"{e.name} {e.preset} preset (seed {e.protocol['seed']}, "
+                       f"{e.protocol['n_iter']} iterations, "
+                       f"{'early stop' if e.protocol['early_stop'] else 'no early stop'})"
+                       for e in (exp_a, exp_b))
+        + "; they do not change with --seed.",
         f"The thresholds (target {target:g}, substantial single-init success {p1s:g}, "
         f"{min_trials} trials for evidence) are this study's choices, not the paper's; the "
         f"sensitivity lines give the verdict at their neighbours.",
