@@ -47,7 +47,7 @@ def _worst(a, b, floor=1e-3):
 def main(panel, preset, unit_id, run):
     exp = load_config(panel, preset)
     p = exp.protocol
-    unit = {u.id: u for u in exp.units()}[unit_id]
+    unit = exp.unit(unit_id)
     direct, _ = run_unit(exp, unit, method="data")
     if run == "worst":
         plain, _ = run_unit(exp, unit, method="gram")

@@ -268,3 +268,14 @@ def test_a_store_is_opened_by_config_and_never_made_by_reading(tmp_path):
 
     root = Path(__file__).resolve().parents[1] / "figures" / "stores"
     assert len(ResultStore.find(root, load_config("fig2a", "paper")).done()) == 40
+
+
+def test_experiment_unit_by_name():
+    exp = load_config("fig2d", "smoke")
+    for u in exp.units():  # (cells hold nan alpha0, so Units are compared by their fields)
+        got = exp.unit(u.id)
+        assert (got.id, got.spawn_key, repr(got.cells)) == (u.id, u.spawn_key, repr(u.cells))
+    with pytest.raises(ValueError, match=r"unit: must be one of the 8 units of fig2d at preset "
+                                         r"smoke \(m20_n10_d30_k4_t0000 \.\.\. "
+                                         r"m40_n20_d30_k4_t0001\), got 'm1'"):
+        exp.unit("m1")

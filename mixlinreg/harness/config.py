@@ -116,6 +116,16 @@ class Experiment:
         return [Unit(m, n, d, k, t, cells) for (m, n, d, k) in self.groups()
                 for t in range(self.protocol["trials"])]
 
+    def unit(self, unit_id):
+        """The unit named ``unit_id`` (``"m100_n100_d1000_k2_t0000"``); a ``ValueError`` that
+        names the experiment, its preset and the first and last of its units otherwise."""
+        for u in self.units():
+            if u.id == unit_id:
+                return u
+        ids = [u.id for u in self.units()]
+        raise ValueError(f"unit: must be one of the {len(ids)} units of {self.name} at preset "
+                         f"{self.preset} ({ids[0]} ... {ids[-1]}), got {unit_id!r}")
+
     @property
     def runs_per_unit(self) -> int:
         p = self.protocol

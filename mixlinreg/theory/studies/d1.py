@@ -203,7 +203,7 @@ def compute(spec, params, rng, shared):
     if part == "separation":
         return _separations(exps["code"])
     exp = exps[spec["scale"]]
-    unit = {u.id: u for u in exp.units()}[spec["unit"]]
+    unit = exp.unit(spec["unit"])
     rows, _ = run_unit(exp, unit)
     per = trial_success(rows, exp.protocol["success_plus"]).assign(theta_scale=spec["scale"])
     return per[list(_PARTS["scale"])]

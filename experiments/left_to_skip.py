@@ -1,20 +1,47 @@
-"""Would per-machine certificates shrink the exact evaluations of the certified-Gram path?
+"""What is left to skip in a Figure 2 unit, measured (issue 9; BENCHMARKS.md, "What is left to skip").
 
-    python experiments/machine_certificates.py fig2d paper m300_n100_d1000_k4_t0000 [more units ...]
+    python experiments/left_to_skip.py closed-form fig2d paper m400_n50_d1000_k4_t0000 [more units ...]
+    python experiments/left_to_skip.py certificates fig2d paper m300_n100_d1000_k4_t0000 [...]
+
+``closed-form``: how much could a closed-form finish (issue 9, item 3) save?
+
+A closed-form finish replaces the remaining Gram steps of a run whose partition is certified for
+the rest of the horizon by ``theta(T) = theta_hat + V (I - c Lambda)^(T - t) V^T (theta(t) -
+theta_hat)``, with ``A_j = V Lambda V^T`` the eigendecomposition of each cluster Gram it uses. So it
+can save at most the time the unit spends in Gram steps (``path_stats["seconds"]["gram"]`` of the
+certified-Gram path), and it costs at least one symmetric eigendecomposition of a ``d x d`` float64
+matrix per distinct cluster Gram (the distinct cluster sets of the Grams the unit made, built or
+composed). The mode runs the unit on the Gram path (``method="gram"``, as the store computes it),
+times ``numpy.linalg.eigh`` of one of the unit's own kind of Gram (``X^T X`` over a quarter of the
+machines, float64) in the same process with the same threads, and prints, per unit:
+
+* the unit's seconds and the seconds of each phase of the path (certify, data sweep, Gram steps,
+  Gram entries, final evaluation);
+* the run-iterations of each kind (full, assigned, Gram);
+* the Grams made, and the upper bound of the saving, ``gram_s - grams * eigh_s`` (negative: the
+  eigendecompositions alone cost more than all the Gram steps they would replace), as a fraction of
+  the unit.
+
+The bound is generous to the closed form: it assumes every Gram step could be finished in closed
+form (no certificate for the rest of the horizon fails) and counts nothing for forming
+``theta_hat`` or for the certificate itself.
+
+``certificates``: would per-machine certificates shrink the exact evaluations?
 
 The certified-Gram path (``mixlinreg/_gram.py``) certifies a run's assignments as a whole: if the
 bounds fail on one machine, the run takes a full step (all k models on every machine) and all its
-bounds are reset at its current models. ``experiments/closed_form_bound.py`` measured that these
-full steps (the "sweep" phase) are most of a paper unit's time. Issue 9's first item asks for
+bounds are reset at its current models. The ``closed-form`` mode measures that these full steps
+(the "sweep" phase) are most of a paper unit's time. Issue 9's first item asks for
 bounds per (run, machine, model), refreshed by an exact evaluation whenever they cannot certify the
 argmin: a run then evaluates all k models only on the machines whose bounds fail, and the assigned
 model on the others.
 
-This script measures what that would save on a unit's real runs, without changing the kernel. It
+The mode measures what that would save on a unit's real runs, without changing the kernel. It
 replays every run of the unit (cells x initializations x step sizes, 300 iterations) with a plain
-batched NumPy implementation of the same update in the working dtype (``mixlinreg.bench.numpy_ifca``'s
-update, all runs at once; float32 runs that do not converge may follow other trajectories than the
-kernel's, so this is an estimate for them), and keeps three sets of bounds beside it:
+batched NumPy implementation of the same update in the working dtype (the update of
+``mixlinreg.bench.numpy_ifca``, all runs at once; float32 runs that do not converge may follow
+other trajectories than the kernel's, so this is an estimate for them), and keeps three sets of
+bounds beside it:
 
 * **per run** (today's rule): bounds of each machine at the run's anchor (its models at its last
   full step), widened by ``s_i`` times each model's distance from the anchor; a run is certified
@@ -27,26 +54,64 @@ kernel's, so this is an estimate for them), and keeps three sets of bounds besid
   each model's distance from it); when more than half of a run's machines fail, the run is
   re-anchored (every machine evaluated, as today).
 
-All three use the kernel's margins (the rounding term ``2 gamma_d ||X_i||_F ||theta_j||`` and the relative
-``CERT_REL_MARGIN``). It prints, per unit, the live run-iterations, how many are not fully certified
+All three use the kernel's margins (the rounding term ``2 gamma_d ||X_i||_F ||theta_j||`` and the
+relative ``CERT_REL_MARGIN``). It prints, per unit, the live run-iterations, how many are not fully certified
 under each rule, the (run, machine) evaluations of the per-machine rule, and the flop of the data
 passes of the runs that are not fully certified: per run, ``2 m n d (k + 1)`` (all k models and the
 gradient); per machine, ``2 n d (u k + (m - u) + m)`` for a run with ``u`` uncertified machines (all
 k models there, the assigned one elsewhere, the gradient everywhere). Certified runs take Gram steps
-under both rules and are not counted.
+under every rule and are not counted.
 """
 
+import contextlib
 import sys
 import time
 
 import numpy as np
 
+import mixlinreg._gram as G
 from mixlinreg._config import CERT_REL_MARGIN
 from mixlinreg._gram import machine_norms
 from mixlinreg.data import draw_trial
 from mixlinreg.harness import load_config
-from mixlinreg.harness.run import unit_seeds
+from mixlinreg.harness.run import run_unit, unit_seeds
 from mixlinreg.inits import init_bernoulli
+
+
+def eigh_seconds(exp, unit, repeats=3):
+    """Best-of-``repeats`` seconds of ``numpy.linalg.eigh`` of a float64 Gram of the unit's data
+    (``sum X_i^T X_i`` over the first quarter of its machines)."""
+    data_ss, _ = unit_seeds(exp, unit)
+    trial = draw_trial(unit.m, unit.n, unit.d, unit.k, rng=np.random.default_rng(data_ss),
+                       dtype=np.dtype(exp.protocol["dtype"]))
+    Xq = trial.X[: max(1, unit.m // 4)].reshape(-1, unit.d).astype(np.float64)
+    A = Xq.T @ Xq
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.linalg.eigh(A)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+@contextlib.contextmanager
+def distinct_grams():
+    """Within the block, record the cluster sets of the Grams the cache makes (a set dropped from
+    the cache and made again counts once: a closed form would keep its eigendecomposition)."""
+    made = set()
+    acquire = G._GramCache.acquire
+
+    def recording(self, mask):
+        key = np.asarray(mask).tobytes()
+        if np.asarray(mask).any() and key not in self.slot_of:
+            made.add(key)
+        return acquire(self, mask)
+
+    G._GramCache.acquire = recording
+    try:
+        yield made
+    finally:
+        G._GramCache.acquire = acquire
 
 
 def unit_runs(exp, unit):
@@ -203,34 +268,68 @@ def measure(X, Y, theta, lr, cell, n_iter, chunk=30):
     return tally
 
 
-def main(panel, preset, unit_ids):
+def closed_form(exp, unit):
+    """Item 3: run the unit on the Gram path and print the bound of a closed-form finish."""
+    with distinct_grams() as made:
+        _, info = run_unit(exp, unit, method="gram")
+    st = info["path_stats"]
+    sec = st["seconds"]
+    e = eigh_seconds(exp, unit)
+    grams = len(made)
+    total = float(info["seconds"])
+    bound = sec["gram"] - grams * e
+    it = {key: int(st[f"{key}_iterations"]) for key in ("full", "assigned", "gram")}
+    n_it = sum(it.values())
+    print(f"{exp.name} {unit.id}: {info['runs']} runs, {total:.1f} s on the Gram path "
+          f"(method {info['method']})")
+    print("  seconds by phase: " + ", ".join(f"{key} {v:.1f}" for key, v in sec.items()))
+    print("  run-iterations: " + ", ".join(f"{key} {v} ({100 * v / max(1, n_it):.1f}%)"
+                                           for key, v in it.items()))
+    print(f"  Grams made: {st['grams_built']} ({st['grams_composed']} composed), {grams} "
+          f"distinct cluster sets; eigh of one d x d float64 Gram: {e:.3f} s")
+    print(f"  closed-form finish, upper bound of the saving: {sec['gram']:.1f} - {grams} x "
+          f"{e:.3f} = {bound:.1f} s ({100 * bound / total:.1f}% of the unit)")
+
+
+def certificates(exp, unit):
+    """Item 1: replay the unit's runs under three certificate rules and print the counts."""
+    t0 = time.perf_counter()
+    X, Y, theta, lr, cell, n_iter = unit_runs(exp, unit)
+    t = measure(X, Y, theta, lr, cell, n_iter)
+    m = X.shape[0]
+    print(f"{exp.name} {unit.id}: {theta.shape[0]} runs, {t['live']} live run-iterations "
+          f"({time.perf_counter() - t0:.0f} s)")
+    print(f"  per run (today): {t['full_run']} not certified "
+          f"({100 * t['full_run'] / t['live']:.1f}%), {t['flop_run'] / 1e12:.2f} Tflop of data "
+          f"passes")
+    print(f"  per machine: {t['full_mach_runs']} runs with an uncertified machine "
+          f"({100 * t['full_mach_runs'] / t['live']:.1f}%), {t['evals_mach']} machine "
+          f"evaluations ({100 * t['evals_mach'] / (t['live'] * m):.1f}% of machine-"
+          f"iterations), {t['flop_mach'] / 1e12:.2f} Tflop")
+    print(f"  per machine / per run, data-pass flop: {t['flop_mach'] / t['flop_run']:.2f}")
+    print(f"  per machine, anchored: {t['full_c_runs']} runs with an uncertified machine "
+          f"({100 * t['full_c_runs'] / t['live']:.1f}%), {t['evals_c']} machine evaluations, "
+          f"{t['flop_c'] / 1e12:.2f} Tflop; / per run: {t['flop_c'] / t['flop_run']:.2f}")
+    print(f"  certificates that disagree with the exact argmin: per run {t['wrong_run']}, "
+          f"per machine {t['wrong_mach']}, anchored {t['wrong_c']}")
+
+
+MODES = {"closed-form": closed_form, "certificates": certificates}
+
+
+def main(mode, panel, preset, unit_ids):
+    if mode not in MODES:
+        raise SystemExit(f"mode: must be one of {sorted(MODES)}, got {mode!r}")
     exp = load_config(panel, preset)
-    units = {u.id: u for u in exp.units()}
-    for uid in unit_ids:
-        if uid not in units:
-            raise SystemExit(f"unit: {uid!r} is not a unit of {panel} at preset {preset}")
-        t0 = time.perf_counter()
-        X, Y, theta, lr, cell, n_iter = unit_runs(exp, units[uid])
-        t = measure(X, Y, theta, lr, cell, n_iter)
-        m = X.shape[0]
-        print(f"{panel} {uid}: {theta.shape[0]} runs, {t['live']} live run-iterations "
-              f"({time.perf_counter() - t0:.0f} s)")
-        print(f"  per run (today): {t['full_run']} not certified "
-              f"({100 * t['full_run'] / t['live']:.1f}%), {t['flop_run'] / 1e12:.2f} Tflop of data "
-              f"passes")
-        print(f"  per machine: {t['full_mach_runs']} runs with an uncertified machine "
-              f"({100 * t['full_mach_runs'] / t['live']:.1f}%), {t['evals_mach']} machine "
-              f"evaluations ({100 * t['evals_mach'] / (t['live'] * m):.1f}% of machine-"
-              f"iterations), {t['flop_mach'] / 1e12:.2f} Tflop")
-        print(f"  per machine / per run, data-pass flop: {t['flop_mach'] / t['flop_run']:.2f}")
-        print(f"  per machine, anchored: {t['full_c_runs']} runs with an uncertified machine "
-              f"({100 * t['full_c_runs'] / t['live']:.1f}%), {t['evals_c']} machine evaluations, "
-              f"{t['flop_c'] / 1e12:.2f} Tflop; / per run: {t['flop_c'] / t['flop_run']:.2f}")
-        print(f"  certificates that disagree with the exact argmin: per run {t['wrong_run']}, "
-              f"per machine {t['wrong_mach']}, anchored {t['wrong_c']}")
+    try:
+        units = [exp.unit(uid) for uid in unit_ids]  # every name checked before computing
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    for unit in units:
+        MODES[mode](exp, unit)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 5:
         raise SystemExit(__doc__)
-    main(sys.argv[1], sys.argv[2], sys.argv[3:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])

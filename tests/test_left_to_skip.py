@@ -1,6 +1,5 @@
-"""The measurement scripts behind issue 9's last decisions (``experiments/closed_form_bound.py``,
-``experiments/machine_certificates.py``, BENCHMARKS.md "What is left to skip") on small problems:
-they replay and count what they say they do."""
+"""The measurement script behind issue 9's last decisions (``experiments/left_to_skip.py``,
+BENCHMARKS.md "What is left to skip") on small problems: it replays and counts what it says."""
 
 import importlib.util
 from pathlib import Path
@@ -27,7 +26,7 @@ def _script(name):
 def test_distinct_grams_records_the_sets_made_and_restores_the_cache(monkeypatch):
     from test_gram import _problem
 
-    cf = _script("closed_form_bound")
+    cf = _script("left_to_skip")
     monkeypatch.setattr(_config, "GRAM_FLOP_PER_BYTE", 0.0)  # prefer Gram steps
     X, y, _, init, lr = _problem(3)
     original = _GramCache.acquire
@@ -43,7 +42,7 @@ def test_distinct_grams_records_the_sets_made_and_restores_the_cache(monkeypatch
 
 def test_unit_runs_are_the_harness_runs(monkeypatch):
     """The replay starts from exactly the runs ``run_unit`` hands the kernel."""
-    mc = _script("machine_certificates")
+    mc = _script("left_to_skip")
     exp = load_config("fig2d", "smoke")
     unit = exp.units()[0]
     seen = {}
@@ -68,7 +67,7 @@ def test_machine_certificates_count_like_the_kernel():
     """Sound certificates under all three rules, the stated flop, and today's rule counting full
     steps close to the kernel's own count on the same unit (the replay is NumPy, not the kernel:
     float32 runs that do not converge may part, so the counts need not be equal)."""
-    mc = _script("machine_certificates")
+    mc = _script("left_to_skip")
     exp = load_config("fig2d", "smoke")
     unit = exp.units()[0]
     X, Y, theta, lr, cell, n_iter = mc.unit_runs(exp, unit)
@@ -84,7 +83,22 @@ def test_machine_certificates_count_like_the_kernel():
     assert abs(t["full_run"] - kernel_full) <= 0.25 * kernel_full
 
 
-def test_scripts_refuse_a_unit_that_is_not_there(capsys):
-    for name in ("closed_form_bound", "machine_certificates"):
-        with pytest.raises(SystemExit, match="is not a unit of fig2d"):
-            _script(name).main("fig2d", "smoke", ["m1_n1_d1_k4_t0000"])
+def test_the_script_refuses_a_unit_or_mode_that_is_not_there():
+    script = _script("left_to_skip")
+    for mode in script.MODES:
+        with pytest.raises(SystemExit, match="unit: must be one of the 8 units of fig2d"):
+            script.main(mode, "fig2d", "smoke", ["m20_n10_d30_k4_t0000", "m1_n1_d1_k4_t0000"])
+    with pytest.raises(SystemExit, match="mode: must be one of"):
+        script.main("closed form", "fig2d", "smoke", ["m20_n10_d30_k4_t0000"])
+
+
+@pytest.mark.parametrize("mode", ["closed-form", "certificates"])
+def test_each_mode_reports_a_smoke_unit(mode, capsys):
+    _script("left_to_skip").main(mode, "fig2d", "smoke", ["m20_n10_d30_k4_t0000"])
+    out = capsys.readouterr().out
+    assert out.startswith("fig2d m20_n10_d30_k4_t0000: 12 runs")
+    if mode == "closed-form":
+        assert "run-iterations: full " in out and "upper bound of the saving" in out
+    else:
+        assert "certificates that disagree with the exact argmin: per run 0, per machine 0, " \
+               "anchored 0" in out
