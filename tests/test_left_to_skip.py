@@ -26,11 +26,11 @@ def _script(name):
 def test_distinct_grams_records_the_sets_made_and_restores_the_cache(monkeypatch):
     from test_gram import _problem
 
-    cf = _script("left_to_skip")
+    script = _script("left_to_skip")
     monkeypatch.setattr(_config, "GRAM_FLOP_PER_BYTE", 0.0)  # prefer Gram steps
     X, y, _, init, lr = _problem(3)
     original = _GramCache.acquire
-    with cf.distinct_grams() as made:
+    with script.distinct_grams() as made:
         res = ifca(X, y, init, lr, n_iter=60, method="gram")
     assert _GramCache.acquire is original
     built = res.path_stats["grams_built"]
@@ -42,7 +42,7 @@ def test_distinct_grams_records_the_sets_made_and_restores_the_cache(monkeypatch
 
 def test_unit_runs_are_the_harness_runs(monkeypatch):
     """The replay starts from exactly the runs ``run_unit`` hands the kernel."""
-    mc = _script("left_to_skip")
+    script = _script("left_to_skip")
     exp = load_config("fig2d", "smoke")
     unit = exp.units()[0]
     seen = {}
@@ -54,7 +54,7 @@ def test_unit_runs_are_the_harness_runs(monkeypatch):
     monkeypatch.setattr(harness_run, "ifca", capture)
     with pytest.raises(RuntimeError, match="captured"):
         harness_run.run_unit(exp, unit)
-    X, Y, theta, lr, cell, n_iter = mc.unit_runs(exp, unit)
+    X, Y, theta, lr, cell, n_iter = script.unit_runs(exp, unit)
     np.testing.assert_array_equal(X, seen["X"])
     np.testing.assert_array_equal(Y, seen["Y"])
     np.testing.assert_array_equal(theta, seen["init"])
@@ -67,13 +67,13 @@ def test_machine_certificates_count_like_the_kernel():
     """Sound certificates under all three rules, the stated flop, and today's rule counting full
     steps close to the kernel's own count on the same unit (the replay is NumPy, not the kernel:
     float32 runs that do not converge may part, so the counts need not be equal)."""
-    mc = _script("left_to_skip")
+    script = _script("left_to_skip")
     exp = load_config("fig2d", "smoke")
     unit = exp.units()[0]
-    X, Y, theta, lr, cell, n_iter = mc.unit_runs(exp, unit)
+    X, Y, theta, lr, cell, n_iter = script.unit_runs(exp, unit)
     R, k, _ = theta.shape
     m, n, d = X.shape
-    t = mc.measure(X, Y, theta.copy(), lr, cell, n_iter)
+    t = script.measure(X, Y, theta.copy(), lr, cell, n_iter)
     assert t["wrong_run"] == t["wrong_mach"] == t["wrong_c"] == 0
     assert R <= t["full_run"] <= t["live"] <= R * n_iter  # the first iteration evaluates all
     assert t["evals_mach"] >= R * m and t["evals_c"] >= R * m
