@@ -119,10 +119,11 @@ class Experiment:
     def unit(self, unit_id):
         """The unit named ``unit_id`` (``"m100_n100_d1000_k2_t0000"``); a ``ValueError`` that
         names the experiment, its preset and the first and last of its units otherwise."""
-        for u in self.units():
+        units = self.units()
+        for u in units:
             if u.id == unit_id:
                 return u
-        ids = [u.id for u in self.units()]
+        ids = [u.id for u in units]
         raise ValueError(f"unit: must be one of the {len(ids)} units of {self.name} at preset "
                          f"{self.preset} ({ids[0]} ... {ids[-1]}), got {unit_id!r}")
 

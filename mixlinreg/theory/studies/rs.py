@@ -18,6 +18,8 @@ runs. Nothing is computed here but the reduction and the verdict. Config:
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
@@ -55,21 +57,22 @@ def _stores(p):
 
 
 def units(params):
-    """One unit per finished unit of each panel's store, named by the panel, the store's config
-    hash and the store's unit (a store with more finished units adds units; none is redone)."""
+    """One unit per panel: the reduction of the runs its store holds now, named by the store and
+    a digest of its finished units (a store that grew is read again, never a stale table)."""
     out = []
     for panel, store in _stores(params["params"]).items():
-        tag = store.exp.hash()[:12]
-        out += [(f"{panel}_{tag}_{u}", {"panel": panel, "unit": u})
-                for u in sorted(store.done(warn=False))]
+        done = sorted(store.done(warn=False))
+        digest = hashlib.sha256("\n".join(done).encode()).hexdigest()[:12]
+        out.append((f"{panel}_{store.path.name}_{len(done)}units_{digest}",
+                    {"panel": panel, "units": done}))
     return out
 
 
 def compute(spec, params, rng, shared):
     p = params["params"]
     store = figure2_store(_PANELS[spec["panel"]], p["figure2_preset"], p["figure2_store"])
-    return reduce_runs(store.units.read(spec["unit"]), spec["panel"],
-                       float(store.exp.protocol["success_plus"]))
+    rows = pd.concat([store.units.read(u) for u in spec["units"]], ignore_index=True)
+    return reduce_runs(rows, spec["panel"], float(store.exp.protocol["success_plus"]))
 
 
 # ------------------------------------------------------------------------------ the verdict
