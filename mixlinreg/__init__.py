@@ -26,6 +26,7 @@ from .ifca import (
     IFCAResult,
     IFCATrace,
     ifca,
+    use_backend,
 )
 from .metrics import (
     adjusted_rand,
@@ -40,7 +41,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "IFCA", "ConvergenceWarning", "EmptyClusterWarning", "DataScaleWarning", "IFCAResult",
-    "IFCATrace", "ifca",
+    "IFCATrace", "ifca", "use_backend",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numba
@@ -24,7 +26,7 @@ _ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once wh
 run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
 
 __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
-           "DataScaleWarning"]
+           "DataScaleWarning", "use_backend", "BACKENDS"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -142,7 +144,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
-         gram_memory=_config.GRAM_MEMORY, dtype=None, n_threads=None, rng=None):
+         gram_memory=_config.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -233,6 +235,16 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         numba threads (default: all). Results do not depend on it.
     rng : None, int, SeedSequence or Generator
         Only used to draw ``participation`` when it is an int.
+    backend : {None, "numba", "jax"}, default None
+        Who computes: ``"numba"``, the kernels of this package on the CPU's cores, or ``"jax"``,
+        the same iterations written with JAX (``mixlinreg/_jax.py``), on JAX's default device: a
+        CUDA GPU when ``pip install 'mixlinreg[gpu]'`` installed one, else the CPU (``pip install
+        'mixlinreg[jax]'``). The JAX backend runs the direct path (``method`` must be ``"auto"`` or
+        ``"data"``; ``result.method`` is ``"jax"``), ignores ``n_threads``, and computes matrix
+        products at full float32 precision (no TF32); in float64 it equals the numba kernel to
+        rounding (``tests/test_jax_backend.py``). ``None``: the default of the calling context,
+        ``"numba"`` unless :func:`mixlinreg.use_backend` says otherwise. Both backends share this
+        function's validation, so bad input gets the same error from either.
 
     Returns
     -------
@@ -256,6 +268,12 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
     NeurIPS 2020 / IEEE Trans. Inf. Theory 2022: Algorithm 2 (IFCA) and Section 5 (resampling).
     """
+    backend = _resolve_backend(backend)
+    if backend == "jax":
+        if not (isinstance(method, str) and method in ("auto", "data")):
+            raise ValueError(f"method must be one of ['auto', 'data'] with backend='jax' (it computes "
+                             f"the direct path), got {method!r}")
+        method = "data"  # the JAX backend computes the direct path
     prob = _Problem.of(X, y, init, lr, n_iter=n_iter, loss=loss, l2=l2, huber_delta=huber_delta,
                        averaging=averaging, local_steps=local_steps, resample=resample,
                        participation=participation, y_index=y_index, theta_star=theta_star,
@@ -263,7 +281,63 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng)
     threads = numba.config.NUMBA_NUM_THREADS if n_threads is None else check_int(
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
+    if backend == "jax":
+        return _run_jax(prob)
     return _run(prob, threads)
+
+
+#: The kernel backends :func:`ifca` can use.
+BACKENDS = ("numba", "jax")
+_default_backend = ContextVar("mixlinreg_backend", default="numba")
+
+
+def _resolve_backend(backend):
+    """``backend`` checked, ``None`` replaced by the calling context's default."""
+    if backend is None:
+        return _default_backend.get()
+    return check_choice("backend", backend, set(BACKENDS))
+
+
+@contextmanager
+def use_backend(backend):
+    """Within this context, :func:`ifca` (and everything built on it: the estimator, the Figure 2
+    harness, the studies) computes with ``backend`` (``"numba"`` or ``"jax"``) unless a call names
+    its own. The JAX backend is imported here, so a missing extra is reported at once.
+
+    >>> import mixlinreg as mlr
+    >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+    >>> init = mlr.init_close(mix.theta_star, alpha0=0.25, n_runs=3, rng=1)
+    >>> with mlr.use_backend("jax"):  # doctest: +SKIP
+    ...     res = mlr.ifca(mix.X, mix.y, init, lr=0.1, n_iter=100)
+    >>> res.method  # doctest: +SKIP
+    'jax'
+    """
+    backend = check_choice("backend", backend, set(BACKENDS))
+    if backend == "jax":
+        from ._jax import import_jax
+
+        import_jax()
+    token = _default_backend.set(backend)
+    try:
+        yield backend
+    finally:
+        _default_backend.reset(token)
+
+
+def _run_jax(prob):
+    """The JAX backend on a validated problem, packed as an :class:`IFCAResult`."""
+    from ._jax import run_jax
+
+    out = run_jax(prob)
+    trace = None
+    if prob.trace:
+        trace = IFCATrace(labels=out["trace_labels"], loss=out["trace_loss"],
+                          dist=out["trace_dist"] if prob.has_star else None)
+    theta = out["theta"]
+    if prob.nout > 1:
+        theta = np.ascontiguousarray(from_vectors(theta, prob.nout))
+    return IFCAResult(theta=theta, labels=out["labels"], loss=out["loss"], diverged=out["diverged"],
+                      converged=out["converged"], n_iter=out["n_iter"], method="jax", trace=trace)
 
 
 def _run(prob, threads):
