@@ -152,7 +152,7 @@ def _reproduce(args):
             print(f"  report only: {len(store.done())} of {len(exp.units())} units finished")
         else:
             store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
-                                            method=args.method,
+                                            method=args.method, kernel=_kernel(args),
                                             scheduler=args.scheduler, progress=not args.no_progress)
             print("  " + format_summary(summary))
         table, paths = write_panel_outputs(store, figures)
@@ -317,12 +317,15 @@ def _check(args):
         output_file(args.write, "--write")
     t0 = time.perf_counter()
     if not args.report_only:
+        from .ifca import use_backend
+
         bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
         for sid in bar:
             t1 = time.perf_counter()
             bar.write(f"[{sid}] {title(sid)} ...")
-            r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
-                          n_jobs=args.n_jobs, progress=not args.no_progress)
+            with use_backend(_kernel(args)):
+                r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
+                              n_jobs=args.n_jobs, progress=not args.no_progress)
             bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
                       f"{r.summary.strip().splitlines()[0]}")
         bar.close()
@@ -331,6 +334,26 @@ def _check(args):
         print(f"wrote {path}")
     print(f"check: {len(ids)} studies in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _add_kernel(parser):
+    parser.add_argument("--kernel", default="numba", choices=("numba", "jax"),
+                        help="who runs IFCA: numba (this package's kernels on the CPU cores) or jax "
+                             "(the same iterations with JAX, on a GPU where the 'gpu' extra "
+                             "installed one; pip install 'mixlinreg[jax]' or 'mixlinreg[gpu]') "
+                             "[numba]")
+
+
+def _kernel(args):
+    """``--kernel``, with a missing JAX reported as one line before any work."""
+    if args.kernel == "jax":
+        from ._jax import import_jax
+
+        try:
+            import_jax()
+        except ImportError as exc:
+            raise ValueError(f"--kernel jax: {exc}") from None
+    return args.kernel
 
 
 def _teach(args):
@@ -402,6 +425,7 @@ def build_parser():
                    help="kernel path: auto (certified assignments and shared cluster Grams where "
                         "they apply), data (every machine's rows every iteration) or gram [auto]; "
                         "every row records the path that computed it")
+    _add_kernel(r)
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--report-only", action="store_true",
                    help="run nothing: write the figures and summaries of the units already finished")
@@ -424,6 +448,7 @@ def build_parser():
                    help="write the report (e.g. paper_checks.md) from the records in --out")
     t.add_argument("--report-only", action="store_true",
                    help="only rewrite the report from existing records")
+    _add_kernel(t)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--migrate-records", action="store_true",
                    help="only rename the records in --out made under the former preset name "

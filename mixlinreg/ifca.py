@@ -26,7 +26,7 @@ _ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once wh
 run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
 
 __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
-           "DataScaleWarning", "use_backend", "BACKENDS"]
+           "DataScaleWarning", "use_backend", "current_backend", "BACKENDS"]
 
 
 class ConvergenceWarning(UserWarning):
@@ -289,6 +289,12 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
 #: The kernel backends :func:`ifca` can use.
 BACKENDS = ("numba", "jax")
 _default_backend = ContextVar("mixlinreg_backend", default="numba")
+
+
+def current_backend():
+    """The backend :func:`ifca` uses when a call names none (``"numba"`` unless inside
+    :func:`use_backend`)."""
+    return _default_backend.get()
 
 
 def _resolve_backend(backend):

@@ -235,3 +235,85 @@ def test_jax_leaves_64_bit_mode_and_the_default_backend_as_they_were(make_proble
         assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2, backend="numba").method != "jax"
     assert bool(jax.config.jax_enable_x64) == before
     assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2).method != "jax"
+
+
+# ------------------------------------------------------------------ the harness, the CLI, the studies
+def test_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
+    from mixlinreg.cli import main
+    from mixlinreg.harness import ResultStore, load_config
+    from mixlinreg.harness.agreement import kernel_agreement
+    from mixlinreg.harness.run import run_unit
+
+    assert main(["reproduce", "fig2b", "--preset", "smoke", "--out", str(tmp_path), "--kernel", "jax",
+                 "--no-progress"]) == 0
+    exp = load_config("fig2b", preset="smoke")
+    store = ResultStore.find(tmp_path, exp)
+    assert store.done() == {u.id for u in exp.units()}
+    for unit in exp.units():
+        rows = store.units.read(unit.id)
+        assert set(rows["method"]) == {"jax"} and rows["versions"].str.contains(";jax=").all()
+        ref, _ = run_unit(exp, unit, kernel="numba")
+        verdict = kernel_agreement(exp, unit, ref, rows)
+        assert verdict["agrees"] and verdict["runs_beyond"] == 0, verdict
+
+
+def test_kernel_agreement_catches_changed_flags_and_distances():
+    from mixlinreg.harness import load_config
+    from mixlinreg.harness.agreement import kernel_agreement
+    from mixlinreg.harness.run import run_unit
+
+    exp = load_config("fig2a", preset="smoke")
+    unit = exp.units()[0]
+    ref, _ = run_unit(exp, unit, kernel="numba")
+    assert kernel_agreement(exp, unit, ref, ref.copy())["agrees"]
+    # a distance moved by 1% on a run the numba kernel reproduces alone: a disagreement
+    moved = ref.copy()
+    i = int(np.flatnonzero(moved["dist_nearest"].to_numpy() > 1e-2)[0])
+    for col in ("dist_nearest", "dist_matched"):
+        moved.loc[i, col] *= 1.01
+    out = kernel_agreement(exp, unit, ref, moved)
+    assert out["runs_beyond"] == 1 and out["disagree"] == [i] and not out["agrees"]
+    # a failing trial made to succeed (one run's distances set to 0): the success flags change
+    assert ref["dist_nearest"].min() > 1e-2
+    won = ref.copy()
+    won.loc[0, ["dist_nearest", "dist_matched"]] = 0.0
+    out = kernel_agreement(exp, unit, ref, won)
+    assert out["flags_changed_authors"] == 1 and out["flags_changed_text"] == 1 and not out["agrees"]
+
+
+def test_kernel_jax_refuses_parallel_local_workers(tmp_path):
+    from mixlinreg.harness import load_config, run_experiment
+
+    with pytest.raises(ValueError, match="n_jobs must be 1 with kernel='jax'.*got 2"):
+        run_experiment(load_config("fig2a", preset="smoke"), tmp_path, n_jobs=2, kernel="jax",
+                       progress=False)
+    assert not any(tmp_path.rglob("*.csv"))
+
+
+def test_cli_kernel_jax_without_jax_is_one_line(monkeypatch, tmp_path, capsys):
+    from mixlinreg.cli import main
+
+    monkeypatch.setitem(sys.modules, "jax", None)
+    for argv in (["reproduce", "fig2a", "--preset", "smoke"], ["check", "T2", "--preset", "smoke"]):
+        assert main(argv + ["--out", str(tmp_path / "o"), "--kernel", "jax", "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--kernel jax" in err[0] and "mixlinreg[jax]" in err[0]
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.csv"))
+
+
+def test_check_with_kernel_jax_gives_the_numba_numbers(tmp_path):
+    # a study that calls ifca (T2: float64, logistic and Huber losses) on both kernels
+    import pandas as pd
+
+    from mixlinreg.cli import main
+
+    for kernel in ("numba", "jax"):
+        assert main(["check", "T2", "--preset", "smoke", "--out", str(tmp_path / kernel),
+                     "--store", str(tmp_path / kernel / "store"), "--kernel", kernel,
+                     "--no-progress"]) == 0
+    a = pd.read_csv(tmp_path / "numba" / "T2_smoke.csv")
+    b = pd.read_csv(tmp_path / "jax" / "T2_smoke.csv")
+    assert list(a.columns) == list(b.columns) and len(a) == len(b) > 0
+    num = a.select_dtypes("number").columns
+    np.testing.assert_allclose(b[num].to_numpy(float), a[num].to_numpy(float), rtol=1e-8, atol=1e-12)
+    assert (a.drop(columns=num) == b.drop(columns=num)).all().all()

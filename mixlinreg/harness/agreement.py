@@ -101,3 +101,62 @@ def check_paths(exps, per_group=2, methods=("data", "gram"), rel_tol=1e-3, floor
     table = pd.DataFrame(rows)
     return table, agrees(table, rel_tol)
 
+
+
+def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, max_reruns=300,
+                     n_threads=None):
+    """Do ``rows`` (one kernel's result table of ``unit``) agree with ``reference`` (another's, e.g.
+    the committed store's numba rows)?
+
+    The criterion: the success flags under every rule (:data:`RULES`) and the divergences must be
+    identical; the final distances must agree to ``rel_tol`` (relative; absolute below ``floor``)
+    for every run that the numba kernel reproduces itself when only the packing of runs changes
+    (the run alone, on the direct path, against ``reference``). Runs it does not reproduce (runs
+    that never settle, whose last digits depend on how the runs are packed into matrix products)
+    are counted and listed, not failed. At most ``max_reruns`` runs are re-run alone; more runs
+    beyond the tolerance make the verdict false.
+
+    Returns a dict: the counts of :func:`compare_rows`, ``runs_beyond`` (runs whose distances differ
+    beyond the tolerance), ``not_reproducible`` (their row indices that the numba kernel does not
+    reproduce itself), ``disagree`` (the others) and ``agrees`` (the verdict).
+    """
+    import numpy as np
+
+    from ..ifca import ifca
+    from ..metrics import dist_matched_from_matrix, dist_nearest_from_matrix, pairwise_dist
+    from .run import unit_job
+
+    out = compare_rows(reference, rows, exp.protocol["success_plus"], floor)
+
+    def differs(a, b):
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        nan = np.isnan(a) != np.isnan(b)
+        both = ~np.isnan(a) & ~np.isnan(b)
+        gap = np.where(np.abs(a) >= floor, np.abs(a - b) / np.where(both, np.maximum(np.abs(a), 1e-300),
+                                                                        1.0), np.abs(a - b))
+        return nan | (both & (gap > rel_tol))
+
+    beyond = np.zeros(len(rows), dtype=bool)
+    for col in ("dist_nearest", "dist_matched"):
+        beyond |= differs(reference[col], rows[col])
+    idx = np.flatnonzero(beyond)
+    out["runs_beyond"] = int(idx.size)
+    not_repro, disagree = [], []
+    if 0 < idx.size <= max_reruns:
+        job = unit_job(exp, unit)
+        p = exp.protocol
+        for i in idx:
+            res = ifca(job.X, job.Y, job.init[i:i + 1], job.lr[i:i + 1], n_iter=p["n_iter"],
+                       y_index=job.y_index[i:i + 1], early_stop=p["early_stop"], tol=p["tol"],
+                       dtype=job.X.dtype, method="data", backend="numba", n_threads=n_threads)
+            D = pairwise_dist(res.theta, job.theta_star[job.y_index[i:i + 1]])
+            alone = differs(reference[["dist_nearest"]].to_numpy()[i], dist_nearest_from_matrix(D)) | \
+                differs(reference[["dist_matched"]].to_numpy()[i], dist_matched_from_matrix(D))
+            (not_repro if alone.any() else disagree).append(int(i))
+    out["not_reproducible"] = not_repro
+    out["disagree"] = disagree
+    counts = [f"flags_changed_{r}" for r in RULES] + [
+        "diverged_changed", "nan_mismatch_dist_nearest", "nan_mismatch_dist_matched"]
+    out["agrees"] = bool(all(out[c] == 0 for c in counts) and not disagree
+                         and idx.size <= max_reruns)
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import time
+from collections import namedtuple
 
 import numpy as np
 import pandas as pd
@@ -23,11 +24,16 @@ COLUMNS = [
 LEGACY_COLUMNS = [COLUMNS[:-1]]
 
 
-def _versions():
+def _versions(jax=False):
     import numba
     import scipy
 
-    return f"mixlinreg={__version__};numpy={np.__version__};scipy={scipy.__version__};numba={numba.__version__}"
+    text = f"mixlinreg={__version__};numpy={np.__version__};scipy={scipy.__version__};numba={numba.__version__}"
+    if jax:
+        from .._jax import device_info, import_jax
+
+        text += f";jax={import_jax().__version__};device={device_info().replace(';', ',')}"
+    return text
 
 
 def unit_seeds(exp, unit):
@@ -36,16 +42,39 @@ def unit_seeds(exp, unit):
     return ss.spawn(2)
 
 
-def run_unit(exp, unit, n_threads=None, method="auto"):
+def run_unit(exp, unit, n_threads=None, method="auto", kernel=None):
     """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
 
-    ``method`` is the kernel path (:func:`mixlinreg.ifca`); it is a choice of how to compute, not
-    part of the config, and every row records the path that computed it.
+    ``method`` is the kernel path and ``kernel`` the backend (``"numba"`` or ``"jax"``, ``None``:
+    the context's, see :func:`mixlinreg.use_backend`) of :func:`mixlinreg.ifca`; they are choices
+    of how to compute, not part of the config, and every row records the path that computed it
+    (``method`` ``"jax"`` for the JAX backend, whose ``versions`` name JAX and the device).
 
     Returns ``(rows, info)``: a DataFrame with one row per (cell, initialization, step size) and a
     dict with the unit's wall time, number of runs and diverged runs, and peak resident memory.
     """
     t0 = time.perf_counter()
+    p = exp.protocol
+    job = unit_job(exp, unit)
+    res = ifca(job.X, job.Y, job.init, job.lr, n_iter=p["n_iter"], y_index=job.y_index,
+               early_stop=p["early_stop"], tol=p["tol"], dtype=job.X.dtype, n_threads=n_threads,
+               method=method, backend=kernel)
+    rows = unit_rows(exp, unit, job, res)
+    info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
+                diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+                method=res.method, path_stats=res.path_stats)
+    return rows, info
+
+
+#: The inputs of one unit's kernel call: shared data ``X`` (m, n, d), response variants ``Y``
+#: (C, m, n), the runs' ``init`` (R, k, d), ``lr`` (R,) and ``y_index`` (R,), the true parameters
+#: ``theta_star`` (C, k, d), the ``cells`` and the ``n_init`` and step sizes ``steps`` per cell.
+UnitJob = namedtuple("UnitJob", "X Y init lr y_index theta_star cells n_init steps")
+
+
+def unit_job(exp, unit):
+    """Draw the unit's trial and lay out its runs (order: cell, initialization, step size)."""
     p = exp.protocol
     dtype = np.dtype(p["dtype"])
     data_ss, init_ss = unit_seeds(exp, unit)
@@ -68,10 +97,15 @@ def run_unit(exp, unit, n_threads=None, method="auto"):
     init_runs = np.repeat(inits.reshape(C * n_init, unit.k, unit.d), S, axis=0)
     lr_runs = np.tile(steps, C * n_init)
     y_index = np.repeat(np.arange(C), n_init * S)
-    res = ifca(trial.X, Y, init_runs, lr_runs, n_iter=p["n_iter"], y_index=y_index,
-               early_stop=p["early_stop"], tol=p["tol"], dtype=dtype, n_threads=n_threads,
-               method=method)
-    D = pairwise_dist(res.theta, theta_star[y_index])
+    return UnitJob(trial.X, Y, init_runs, lr_runs, y_index, theta_star, cells, n_init, steps)
+
+
+def unit_rows(exp, unit, job, res):
+    """The result table of a unit from its job and the kernel's result (one row per run)."""
+    p = exp.protocol
+    cells, y_index, n_init, S, C = job.cells, job.y_index, job.n_init, job.steps.size, len(job.cells)
+    lr_runs = job.lr
+    D = pairwise_dist(res.theta, job.theta_star[y_index])
     near = dist_nearest_from_matrix(D)
     matched = dist_matched_from_matrix(D)
     cell_arr = np.asarray(cells, dtype=float)[y_index]
@@ -83,10 +117,6 @@ def run_unit(exp, unit, n_threads=None, method="auto"):
         "step": lr_runs, "dist_nearest": near, "dist_matched": matched, "loss": res.loss,
         "diverged": res.diverged, "converged": res.converged, "n_iter": res.n_iter,
         "seed_entropy": str(p["seed"]), "spawn_key": "-".join(str(v) for v in unit.spawn_key),
-        "versions": _versions(), "method": res.method,
+        "versions": _versions(jax=res.method == "jax"), "method": res.method,
     }, columns=COLUMNS)
-    info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
-                diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),
-                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
-                method=res.method, path_stats=res.path_stats)
-    return rows, info
+    return rows

@@ -11,7 +11,7 @@ from .run import run_unit
 from .store import ResultStore
 
 
-def _work(exp, unit, store_path_parent, threads, method="auto"):
+def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
     """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
 
     A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
@@ -27,22 +27,22 @@ def _work(exp, unit, store_path_parent, threads, method="auto"):
             return dict(unit=unit.id, skipped="done")
         store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
         with threadpool_limits(limits=1):
-            rows, info = run_unit(exp, unit, n_threads=threads, method=method)
+            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
         store.write(unit.id, rows)
     finally:
         store.units.release(unit.id)
     return info
 
 
-def _run_units(exp, todo, store, threads, n_jobs, backend, method):
+def _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
     """Yield the workers' infos for the units ``todo`` (in completion order)."""
     import joblib
 
     if backend == "sequential" or (backend == "loky" and n_jobs == 1):
         for u in todo:
-            yield _work(exp, u, store.path.parent, threads, method)
+            yield _work(exp, u, store.path.parent, threads, method, kernel)
         return
-    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads, method) for u in todo)
+    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads, method, kernel) for u in todo)
     if backend == "dask":
         cfg = joblib.parallel_config(backend="dask")
     else:
@@ -54,7 +54,7 @@ def _run_units(exp, todo, store, threads, n_jobs, backend, method):
 
 
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
-                   progress=True, max_units=None, poll=2.0, method="auto"):
+                   progress=True, max_units=None, poll=2.0, method="auto", kernel=None):
     """Run every unit of ``exp`` that the store does not hold yet; return ``(store, summary)``.
 
     ``n_jobs`` worker processes each get ``cores // n_jobs`` numba threads (BLAS single-threaded),
@@ -67,6 +67,10 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     ``n_jobs``, the backend or the completion order. ``method`` is the kernel path of
     :func:`mixlinreg.ifca` (``"auto"``: the certified-Gram path where it applies); every row
     records the path that computed it, and ``mixlinreg check-gram`` measures that the paths agree.
+    ``kernel`` is :func:`mixlinreg.ifca`'s backend (``"numba"``, ``"jax"``; ``None``: the context's,
+    see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run one after another in this
+    process on JAX's device (``n_jobs`` must be 1: worker processes would each claim the GPU's
+    memory), or on the Dask cluster's workers.
 
     Several processes may run the same experiment on one store at once: each unit is claimed
     before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by
@@ -87,6 +91,16 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    from ..ifca import _resolve_backend
+
+    kernel = _resolve_backend(kernel)
+    if kernel == "jax":
+        from .._jax import import_jax
+
+        import_jax()  # a missing extra is reported before any work
+        if backend == "loky" and n_jobs > 1:
+            raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run one after another "
+                             f"on JAX's device; worker processes would each claim it), got {n_jobs}")
     if backend == "loky":  # never more local workers than usable cores or units to run
         n_jobs = max(1, min(n_jobs, usable_cores(), len(todo)))
     threads = numba_threads(n_jobs) if backend != "dask" else 1
@@ -103,7 +117,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
             client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
         while todo:
             waiting = []
-            for info in _run_units(exp, todo, store, threads, n_jobs, backend, method):
+            for info in _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
                 if info.get("skipped") == "claimed":
                     waiting.append(info["unit"])
                     continue
@@ -136,7 +150,11 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
                    units_by_others=len(by_others),
                    runs=sum(i["runs"] for i in infos), diverged=sum(i["diverged"] for i in infos),
                    iterations=sum(i["iterations"] for i in infos), peak_rss_mb=peak,
-                   n_jobs=n_jobs, threads_per_job=threads, backend=backend)
+                   n_jobs=n_jobs, threads_per_job=threads, backend=backend, kernel=kernel)
+    if kernel == "jax":
+        from .._jax import device_info
+
+        summary["device"] = device_info()
     return store, summary
 
 
@@ -147,4 +165,5 @@ def format_summary(s):
             + f"{s['units_total']} in all) in {s['seconds']:.1f} s; "
             f"{s['runs']} runs, {s['diverged']} diverged, {s['iterations']} iterations; "
             f"peak resident memory {s['peak_rss_mb']:.0f} MB per process; "
-            f"{s['n_jobs']} jobs x {s['threads_per_job']} threads ({s['backend']})")
+            f"{s['n_jobs']} jobs x {s['threads_per_job']} threads ({s['backend']})"
+            + (f"; kernel: JAX on {s['device']}" if s.get("kernel") == "jax" else ""))

@@ -204,8 +204,11 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
         from joblib import Parallel, delayed
 
         # compute the missing units in parallel; ctx.unit then reads every unit from the store
+        from ..ifca import current_backend
+
+        kernel = current_backend()  # worker processes compute with the caller's ifca backend
         Parallel(n_jobs=n_jobs)(delayed(_fill_unit)(study, preset, out, store, seed, params,
-                                                    name, spec) for name, spec in units)
+                                                    name, spec, kernel) for name, spec in units)
     parts = []
     for name, spec in units:
         df = ctx.unit(name, lambda spec=spec, name=name: _unit_rows(ctx, study, spec, params, seed,
@@ -225,7 +228,10 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
                       table=table_path, figure=fig_path, kind=study.kind)
 
 
-def _fill_unit(study, preset, out, store, seed, params, name, spec):
+def _fill_unit(study, preset, out, store, seed, params, name, spec, kernel="numba"):
+    from ..ifca import use_backend
+
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed)
     ctx.params = params
-    ctx.unit(name, lambda: _unit_rows(ctx, study, spec, params, seed, name))
+    with use_backend(kernel):
+        ctx.unit(name, lambda: _unit_rows(ctx, study, spec, params, seed, name))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The JAX backend measured on a GPU machine, in under 10 minutes on an H100-class card:
+#   1. the backend's tests (tests/test_jax_backend.py) with JAX on the GPU: float64 equal to the
+#      numba kernel and the naive reference to 1e-10, float32 within the kernel tests' tolerance;
+#   2. experiments/gpu_check.py: one paper unit per Figure 2 panel on the GPU against the numba
+#      kernel on this machine's cores and the committed numba rows, the card's float32 rate, peak
+#      GPU memory, and the whole paper grid projected.
+# Usage: experiments/gpu_check.sh [OUT]    (default gpu_check_out; logs, CSV and JSON land there)
+# Needs: Python with numpy, scipy, numba, pandas, scikit-learn, joblib, threadpoolctl, tqdm, pytest
+# and JAX with CUDA (pip install -e ".[gpu,test]"); run from a clone that has figures/stores.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-gpu_check_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+PY=${PYTHON:-python3}
+start=$(date +%s)
+{ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv || true
+  "$PY" -c "import jax, numba, numpy; print('jax', jax.__version__, jax.devices(), '| numba', numba.__version__, '| numpy', numpy.__version__)"
+} 2>&1 | tee "$OUT/env.txt"
+echo "== tests/test_jax_backend.py on $("$PY" -c 'import jax; print(jax.devices()[0].platform)')"
+timeout 300 "$PY" -m pytest tests/test_jax_backend.py -q -x -p no:cacheprovider > "$OUT/pytest_jax.txt" 2>&1
+tests_rc=$?
+tail -n 5 "$OUT/pytest_jax.txt"
+echo "== experiments/gpu_check.py ($(( $(date +%s) - start )) s so far)"
+timeout 420 "$PY" experiments/gpu_check.py --out "$OUT" 2>&1 | tee "$OUT/gpu_check.log"
+check_rc=${PIPESTATUS[0]}
+echo "== done in $(( $(date +%s) - start )) s: tests exit $tests_rc, gpu_check exit $check_rc"
+exit $(( tests_rc != 0 || check_rc != 0 ))
