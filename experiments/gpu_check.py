@@ -197,6 +197,7 @@ def main(argv=None):
                 row["cpu2_gram_s"], row["cpu2_data_s"] = base[unit.id]
                 row["speedup_vs_cpu2"] = row["cpu2_gram_s"] / t_jax
             rows.append(row)
+            pd.DataFrame(rows).to_csv(out / "gpu_check_units.csv", index=False)  # as it goes
             log(f"{tag}: JAX {t_jax:.2f} s (first call {t_first:.1f} s), {row['tflops']:.1f} TFLOP/s "
                 f"= {row['peak_fraction']:.0%} of peak, bitwise repeat {same}, peak memory "
                 f"{row['peak_mem_gib']:.2f} GiB; vs {ref_kind}: flags changed {row['flags_changed']}, "

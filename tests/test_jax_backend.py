@@ -238,7 +238,7 @@ def test_jax_leaves_64_bit_mode_and_the_default_backend_as_they_were(make_proble
 
 
 # ------------------------------------------------------------------ the harness, the CLI, the studies
-def test_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
+def test_harness_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
     from mixlinreg.cli import main
     from mixlinreg.harness import ResultStore, load_config
     from mixlinreg.harness.agreement import kernel_agreement
@@ -257,7 +257,7 @@ def test_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
         assert verdict["agrees"] and verdict["runs_beyond"] == 0, verdict
 
 
-def test_kernel_agreement_catches_changed_flags_and_distances():
+def test_harness_kernel_agreement_catches_changed_flags_and_distances():
     from mixlinreg.harness import load_config
     from mixlinreg.harness.agreement import kernel_agreement
     from mixlinreg.harness.run import run_unit
@@ -281,7 +281,7 @@ def test_kernel_agreement_catches_changed_flags_and_distances():
     assert out["flags_changed_authors"] == 1 and out["flags_changed_text"] == 1 and not out["agrees"]
 
 
-def test_kernel_jax_refuses_parallel_local_workers(tmp_path):
+def test_harness_kernel_jax_refuses_parallel_local_workers(tmp_path):
     from mixlinreg.harness import load_config, run_experiment
 
     with pytest.raises(ValueError, match="n_jobs must be 1 with kernel='jax'.*got 2"):
@@ -290,7 +290,7 @@ def test_kernel_jax_refuses_parallel_local_workers(tmp_path):
     assert not any(tmp_path.rglob("*.csv"))
 
 
-def test_cli_kernel_jax_without_jax_is_one_line(monkeypatch, tmp_path, capsys):
+def test_harness_cli_kernel_jax_without_jax_is_one_line(monkeypatch, tmp_path, capsys):
     from mixlinreg.cli import main
 
     monkeypatch.setitem(sys.modules, "jax", None)
@@ -301,7 +301,7 @@ def test_cli_kernel_jax_without_jax_is_one_line(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").rglob("*.csv"))
 
 
-def test_check_with_kernel_jax_gives_the_numba_numbers(tmp_path):
+def test_harness_check_with_kernel_jax_gives_the_numba_numbers(tmp_path):
     # a study that calls ifca (T2: float64, logistic and Huber losses) on both kernels
     import pandas as pd
 

@@ -111,10 +111,11 @@ def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, ma
     The criterion: the success flags under every rule (:data:`RULES`) and the divergences must be
     identical; the final distances must agree to ``rel_tol`` (relative; absolute below ``floor``)
     for every run that the numba kernel reproduces itself when only the packing of runs changes
-    (the run alone, on the direct path, against ``reference``). Runs it does not reproduce (runs
-    that never settle, whose last digits depend on how the runs are packed into matrix products)
-    are counted and listed, not failed. At most ``max_reruns`` runs are re-run alone; more runs
-    beyond the tolerance make the verdict false.
+    (the runs beyond the tolerance re-run on numba's direct path packed together without the
+    unit's other runs, against ``reference``). Runs it does not reproduce (runs that never settle,
+    whose last digits depend on how the runs are packed into matrix products) are counted and
+    listed, not failed. At most ``max_reruns`` runs are re-run; more runs beyond the tolerance
+    make the verdict false.
 
     Returns a dict: the counts of :func:`compare_rows`, ``runs_beyond`` (runs whose distances differ
     beyond the tolerance), ``not_reproducible`` (their row indices that the numba kernel does not
@@ -143,16 +144,17 @@ def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, ma
     out["runs_beyond"] = int(idx.size)
     not_repro, disagree = [], []
     if 0 < idx.size <= max_reruns:
+        # the runs beyond the tolerance, packed together without the unit's other runs
         job = unit_job(exp, unit)
         p = exp.protocol
-        for i in idx:
-            res = ifca(job.X, job.Y, job.init[i:i + 1], job.lr[i:i + 1], n_iter=p["n_iter"],
-                       y_index=job.y_index[i:i + 1], early_stop=p["early_stop"], tol=p["tol"],
-                       dtype=job.X.dtype, method="data", backend="numba", n_threads=n_threads)
-            D = pairwise_dist(res.theta, job.theta_star[job.y_index[i:i + 1]])
-            alone = differs(reference[["dist_nearest"]].to_numpy()[i], dist_nearest_from_matrix(D)) | \
-                differs(reference[["dist_matched"]].to_numpy()[i], dist_matched_from_matrix(D))
-            (not_repro if alone.any() else disagree).append(int(i))
+        res = ifca(job.X, job.Y, job.init[idx], job.lr[idx], n_iter=p["n_iter"],
+                   y_index=job.y_index[idx], early_stop=p["early_stop"], tol=p["tol"],
+                   dtype=job.X.dtype, method="data", backend="numba", n_threads=n_threads)
+        D = pairwise_dist(res.theta, job.theta_star[job.y_index[idx]])
+        moved = differs(reference["dist_nearest"].to_numpy()[idx], dist_nearest_from_matrix(D)) | \
+            differs(reference["dist_matched"].to_numpy()[idx], dist_matched_from_matrix(D))
+        not_repro = [int(i) for i in idx[moved]]
+        disagree = [int(i) for i in idx[~moved]]
     out["not_reproducible"] = not_repro
     out["disagree"] = disagree
     counts = [f"flags_changed_{r}" for r in RULES] + [
