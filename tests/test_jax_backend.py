@@ -273,6 +273,11 @@ def test_harness_kernel_agreement_catches_changed_flags_and_distances():
         moved.loc[i, col] *= 1.01
     out = kernel_agreement(exp, unit, ref, moved)
     assert out["runs_beyond"] == 1 and out["disagree"] == [i] and not out["agrees"]
+    # a divergence flag changed on a run the numba kernel reproduces alone: a disagreement
+    flipped = ref.copy()
+    flipped.loc[0, "diverged"] = not bool(flipped.loc[0, "diverged"])
+    out = kernel_agreement(exp, unit, ref, flipped)
+    assert out["runs_beyond"] == 1 and out["disagree"] == [0] and not out["agrees"]
     # a failing trial made to succeed (one run's distances set to 0): the success flags change
     assert ref["dist_nearest"].min() > 1e-2
     won = ref.copy()
