@@ -1,0 +1,58 @@
+"""One Figure 2 unit on the JAX backend, saved for a look elsewhere: its rows, final models and loss trace.
+
+    python experiments/jax_unit_rows.py PANEL PRESET UNIT [UNIT ...] --out DIR
+
+For each unit writes ``DIR/<panel>_<unit>_rows.csv`` (the harness's rows, ``method`` "jax") and
+``DIR/<panel>_<unit>_state.npz`` with the final models ``theta`` (R, k, d) in the working dtype and
+the per-iteration training loss ``trace_loss`` (n_iter + 1, R) of a second call with
+``trace=True``, so that runs that differ from the numba rows (``experiments/gpu_check.py``) can be
+examined on a machine without the GPU (``python experiments/jax_unit_rows.py --compare DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mixlinreg import ifca  # noqa: E402
+from mixlinreg.harness import load_config  # noqa: E402
+from mixlinreg.harness.run import unit_job, unit_rows  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("panel")
+    ap.add_argument("preset")
+    ap.add_argument("units", nargs="+")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    exp = load_config(args.panel, preset=args.preset)
+    p = exp.protocol
+    for uid in args.units:
+        unit = exp.unit(uid)
+        job = unit_job(exp, unit)
+        kw = dict(n_iter=p["n_iter"], y_index=job.y_index, early_stop=p["early_stop"], tol=p["tol"],
+                  dtype=job.X.dtype, backend="jax")
+        res = ifca(job.X, job.Y, job.init, job.lr, **kw)
+        unit_rows(exp, unit, job, res).to_csv(out / f"{exp.name}_{uid}_rows.csv", index=False,
+                                              float_format="%.17g")
+        traced = ifca(job.X, job.Y, job.init, job.lr, trace=True, **kw)
+        same = bool(np.array_equal(traced.theta, res.theta, equal_nan=True))
+        np.savez_compressed(out / f"{exp.name}_{uid}_state.npz", theta=res.theta,
+                            trace_loss=traced.trace.loss, n_iter=res.n_iter,
+                            diverged=res.diverged, traced_equal=same)
+        print(f"{exp.name} {uid}: {len(job.lr)} runs, {int(res.diverged.sum())} diverged; the traced "
+              f"call gave bitwise the same models: {same}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
