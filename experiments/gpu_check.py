@@ -181,7 +181,11 @@ def main(argv=None):
                        runs_beyond_1e3=agree["runs_beyond"],
                        not_reproducible=len(agree["not_reproducible"]),
                        disagree=len(agree["disagree"]), agrees=agree["agrees"],
+                       not_reproducible_runs=" ".join(map(str, agree["not_reproducible"])),
+                       disagree_runs=" ".join(map(str, agree["disagree"])),
                        max_rel_dist=max(agree["max_rel_dist_nearest"], agree["max_rel_dist_matched"]))
+            if agree["runs_beyond"]:  # the rows, for a look elsewhere (jax_unit_rows.py --compare)
+                jrows.to_csv(out / f"{panel}_{unit.id}_rows.csv", index=False, float_format="%.17g")
             if not args.skip_numba:
                 if panel not in warmed:  # compile numba's paths outside the timing
                     small = load_config(panel, preset="smoke")

@@ -6,7 +6,9 @@ For each unit writes ``DIR/<panel>_<unit>_rows.csv`` (the harness's rows, ``meth
 ``DIR/<panel>_<unit>_state.npz`` with the final models ``theta`` (R, k, d) in the working dtype and
 the per-iteration training loss ``trace_loss`` (n_iter + 1, R) of a second call with
 ``trace=True``, so that runs that differ from the numba rows (``experiments/gpu_check.py``) can be
-examined on a machine without the GPU (``python experiments/jax_unit_rows.py --compare DIR``).
+examined on a machine without the GPU: ``python experiments/jax_unit_rows.py --compare DIR``
+checks every ``*_rows.csv`` there against the committed rows with
+:func:`mixlinreg.harness.agreement.kernel_agreement`.
 """
 
 from __future__ import annotations
@@ -21,11 +23,37 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mixlinreg import ifca  # noqa: E402
-from mixlinreg.harness import load_config  # noqa: E402
+from mixlinreg.harness import ResultStore, load_config  # noqa: E402
+from mixlinreg.harness.agreement import kernel_agreement  # noqa: E402
 from mixlinreg.harness.run import unit_job, unit_rows  # noqa: E402
 
 
+def compare(folder, stores):
+    """Each ``*_rows.csv`` of ``folder`` against the committed rows (kernel_agreement)."""
+    import pandas as pd
+
+    for path in sorted(Path(folder).glob("*_rows.csv")):
+        rows = pd.read_csv(path)
+        exp = load_config(str(rows["experiment"].iloc[0]), preset=str(rows["preset"].iloc[0]))
+        unit = exp.unit(str(rows["unit"].iloc[0]))
+        ref = ResultStore.find(stores, exp).units.read(unit.id)
+        out = kernel_agreement(exp, unit, ref, rows)
+        print(f"{path.name}: flags changed {[out[f'flags_changed_{r}'] for r in ('authors', 'text', 'best_loss')]}, "
+              f"divergence flags changed {out['diverged_changed']}, runs beyond {out['runs_beyond']}: "
+              f"not reproducible by numba {out['not_reproducible']}, disagree {out['disagree']}; "
+              f"agrees {out['agrees']}", flush=True)
+    return 0
+
+
 def main(argv=None):
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--compare"]:
+        ap = argparse.ArgumentParser(description="compare saved rows with the committed stores")
+        ap.add_argument("--compare", required=True, metavar="DIR")
+        ap.add_argument("--stores", default=str(ROOT / "figures" / "stores"))
+        a = ap.parse_args(argv)
+        return compare(a.compare, a.stores)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("panel")
     ap.add_argument("preset")

@@ -104,23 +104,27 @@ def check_paths(exps, per_group=2, methods=("data", "gram"), rel_tol=1e-3, floor
 
 
 def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, max_reruns=300,
-                     n_threads=None):
+                     max_alone=20, n_threads=None):
     """Do ``rows`` (one kernel's result table of ``unit``) agree with ``reference`` (another's, e.g.
     the committed store's numba rows)?
 
     The criterion: the success flags under every rule (:data:`RULES`) must be identical, and every
-    run whose divergence flag, NaN-ness or final distances (relative ``rel_tol``; absolute below
-    ``floor``) differ must be one that the numba kernel does not reproduce itself when only the
-    packing of runs changes: those runs are re-run on numba's direct path packed together without
-    the unit's other runs, and a run whose re-run also differs from ``reference`` (a run that never
-    settles, or sits at the edge of the divergence threshold, whose last digits depend on how runs
-    are packed into matrix products) is counted and listed, not failed; a run that numba
-    reproduces but ``rows`` does not is a disagreement. At most ``max_reruns`` runs are re-run;
-    more such runs make the verdict false.
+    run whose divergence flag differs, or whose final distances differ (relative ``rel_tol``;
+    absolute below ``floor``) while neither table has it diverged, must be one that the numba
+    kernel does not reproduce itself when only the packing of runs changes. Those runs are re-run
+    on numba's direct path packed together without the unit's other runs and, when there are at
+    most ``max_alone`` of them, each alone; a run that some re-run also moves off ``reference`` by
+    the same test (a run that never settles, or sits at the edge of the divergence threshold,
+    whose last digits depend on how runs are packed into matrix products) is counted and listed,
+    not failed; a run that every re-run reproduces but ``rows`` does not is a disagreement.
+    Distances of runs diverged in both tables are not compared: they are the models frozen at
+    the first iterate beyond the divergence threshold, and such a run fails every success rule
+    whatever they are. At most ``max_reruns`` runs are re-run; more such runs make the verdict
+    false.
 
-    Returns a dict: the counts of :func:`compare_rows`, ``runs_beyond`` (runs whose divergence,
-    NaN-ness or distances differ), ``not_reproducible`` (their row indices that numba does not
-    reproduce itself), ``disagree`` (the others) and ``agrees`` (the verdict).
+    Returns a dict: the counts of :func:`compare_rows`, ``runs_beyond`` (runs that differ by the
+    test above), ``not_reproducible`` (their row indices that numba does not reproduce itself),
+    ``disagree`` (the others) and ``agrees`` (the verdict).
     """
     import numpy as np
 
@@ -129,6 +133,9 @@ def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, ma
     from .run import unit_job
 
     out = compare_rows(reference, rows, exp.protocol["success_plus"], floor)
+    ref_near = reference["dist_nearest"].to_numpy(dtype=float)
+    ref_match = reference["dist_matched"].to_numpy(dtype=float)
+    ref_div = reference["diverged"].to_numpy(dtype=bool)
 
     def differs(a, b):
         a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -137,28 +144,31 @@ def kernel_agreement(exp, unit, reference, rows, *, rel_tol=1e-3, floor=1e-3, ma
         scale = np.where(both & (np.abs(a) >= floor), np.abs(a), 1.0)
         return nan | (both & (np.abs(a - b) / scale > rel_tol))
 
-    def beyond_of(dn, dm, div):
-        return (differs(reference["dist_nearest"].to_numpy()[sel], dn)
-                | differs(reference["dist_matched"].to_numpy()[sel], dm)
-                | (reference["diverged"].to_numpy(dtype=bool)[sel] != np.asarray(div, dtype=bool)))
+    def moved(sel, near, match, div):
+        """Runs ``sel`` whose result (near, match, div) is off the reference by the test."""
+        div = np.asarray(div, dtype=bool)
+        dist = differs(ref_near[sel], near) | differs(ref_match[sel], match)
+        return (ref_div[sel] != div) | (~ref_div[sel] & ~div & dist)
 
-    sel = np.arange(len(rows))
-    beyond = beyond_of(rows["dist_nearest"], rows["dist_matched"], rows["diverged"])
-    idx = np.flatnonzero(beyond)
+    everyone = np.arange(len(rows))
+    idx = np.flatnonzero(moved(everyone, rows["dist_nearest"], rows["dist_matched"], rows["diverged"]))
     out["runs_beyond"] = int(idx.size)
     not_repro, disagree = [], []
     if 0 < idx.size <= max_reruns:
-        # the runs that differ, packed together without the unit's other runs
         job = unit_job(exp, unit)
         p = exp.protocol
-        res = ifca(job.X, job.Y, job.init[idx], job.lr[idx], n_iter=p["n_iter"],
-                   y_index=job.y_index[idx], early_stop=p["early_stop"], tol=p["tol"],
-                   dtype=job.X.dtype, method="data", backend="numba", n_threads=n_threads)
-        D = pairwise_dist(res.theta, job.theta_star[job.y_index[idx]])
-        sel = idx
-        moved = beyond_of(dist_nearest_from_matrix(D), dist_matched_from_matrix(D), res.diverged)
-        not_repro = [int(i) for i in idx[moved]]
-        disagree = [int(i) for i in idx[~moved]]
+        packings = [idx] + ([idx[j:j + 1] for j in range(idx.size)]
+                            if 1 < idx.size <= max_alone else [])
+        off = np.zeros(len(rows), dtype=bool)
+        for pk in packings:  # the runs that differ, without the unit's other runs
+            res = ifca(job.X, job.Y, job.init[pk], job.lr[pk], n_iter=p["n_iter"],
+                       y_index=job.y_index[pk], early_stop=p["early_stop"], tol=p["tol"],
+                       dtype=job.X.dtype, method="data", backend="numba", n_threads=n_threads)
+            D = pairwise_dist(res.theta, job.theta_star[job.y_index[pk]])
+            off[pk] |= moved(pk, dist_nearest_from_matrix(D), dist_matched_from_matrix(D),
+                             res.diverged)
+        not_repro = [int(i) for i in idx if off[i]]
+        disagree = [int(i) for i in idx if not off[i]]
     out["not_reproducible"] = not_repro
     out["disagree"] = disagree
     out["agrees"] = bool(all(out[f"flags_changed_{r}"] == 0 for r in RULES) and not disagree
