@@ -322,3 +322,19 @@ def test_harness_check_with_kernel_jax_gives_the_numba_numbers(tmp_path):
     num = a.select_dtypes("number").columns
     np.testing.assert_allclose(b[num].to_numpy(float), a[num].to_numpy(float), rtol=1e-8, atol=1e-12)
     assert (a.drop(columns=num) == b.drop(columns=num)).all().all()
+
+
+def test_harness_draws_ahead_in_order_and_exactly():
+    # the JAX harness draws the next units in threads; each job must be the unit's own draw
+    from mixlinreg.harness import load_config
+    from mixlinreg.harness.run import unit_job
+    from mixlinreg.harness.sweep import _drawn_ahead
+
+    exp = load_config("fig2c", preset="smoke")
+    todo = exp.units()
+    got = list(_drawn_ahead(exp, todo, 3))
+    assert [u.id for u, _ in got] == [u.id for u in todo]
+    for u, job in got:
+        want = unit_job(exp, u)
+        for a, b in zip(job, want):
+            assert_array_equal(np.asarray(a), np.asarray(b))

@@ -5,13 +5,14 @@ from __future__ import annotations
 import resource
 import time
 
+from .. import _config
 from .._env import numba_threads, usable_cores
 from .._validation import check_bool
-from .run import run_unit
+from .run import run_unit, unit_job
 from .store import ResultStore
 
 
-def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
+def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None, job=None):
     """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
 
     A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
@@ -27,17 +28,43 @@ def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
             return dict(unit=unit.id, skipped="done")
         store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
         with threadpool_limits(limits=1):
-            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
+            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel, job=job)
         store.write(unit.id, rows)
     finally:
         store.units.release(unit.id)
     return info
 
 
+def _drawn_ahead(exp, todo, ahead):
+    """``(unit, job)`` for the units ``todo`` in order, each job drawn (:func:`unit_job`) in a
+    thread up to ``ahead`` units before it is needed: NumPy's draws release the GIL, so they run on
+    the CPU while the JAX device computes the unit before."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pending = deque()
+    units = iter(todo)
+    with ThreadPoolExecutor(max_workers=ahead) as pool:
+        for u in units:
+            pending.append((u, pool.submit(unit_job, exp, u)))
+            if len(pending) >= ahead:
+                break
+        while pending:
+            u, fut = pending.popleft()
+            nxt = next(units, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(unit_job, exp, nxt)))
+            yield u, fut.result()
+
+
 def _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
     """Yield the workers' infos for the units ``todo`` (in completion order)."""
     import joblib
 
+    if kernel == "jax" and (backend == "sequential" or (backend == "loky" and n_jobs == 1)):
+        for u, job in _drawn_ahead(exp, todo, max(1, min(usable_cores(), _config.JAX_DRAW_AHEAD))):
+            yield _work(exp, u, store.path.parent, threads, method, kernel, job)
+        return
     if backend == "sequential" or (backend == "loky" and n_jobs == 1):
         for u in todo:
             yield _work(exp, u, store.path.parent, threads, method, kernel)
