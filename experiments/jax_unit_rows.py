@@ -7,7 +7,8 @@ For each unit writes ``DIR/<panel>_<unit>_rows.csv`` (the harness's rows, ``meth
 the per-iteration training loss ``trace_loss`` (n_iter + 1, R) of a second call with
 ``trace=True``, so that runs that differ from the numba rows (``experiments/gpu_check.py``) can be
 examined on a machine without the GPU: ``python experiments/jax_unit_rows.py --compare DIR``
-checks every ``*_rows.csv`` there against the committed rows with
+checks every ``*_rows.csv`` there (or every unit of a result store folder DIR, such as one that
+``mixlinreg reproduce --kernel jax`` wrote) against the committed rows with
 :func:`mixlinreg.harness.agreement.kernel_agreement`.
 """
 
@@ -29,19 +30,38 @@ from mixlinreg.harness.run import unit_job, unit_rows  # noqa: E402
 
 
 def compare(folder, stores):
-    """Each ``*_rows.csv`` of ``folder`` against the committed rows (kernel_agreement)."""
+    """Each ``*_rows.csv`` of ``folder``, or each finished unit of the result store ``folder``,
+    against the committed rows (:func:`kernel_agreement`); a total line last."""
     import pandas as pd
 
-    for path in sorted(Path(folder).glob("*_rows.csv")):
-        rows = pd.read_csv(path)
+    folder = Path(folder)
+    if (folder / "manifest.json").exists():
+        store = ResultStore.open(folder)
+        order = {u.id: i for i, u in enumerate(store.exp.units())}
+        items = [(u, lambda u=u: store.units.read(u)) for u in sorted(store.done(), key=order.get)]
+    else:
+        items = [(p.name, lambda p=p: pd.read_csv(p)) for p in sorted(folder.glob("*_rows.csv"))]
+    total = dict(units=0, agree=0, beyond=0, not_repro=0, disagree=0, flags=0)
+    for name, read in items:
+        rows = read()
         exp = load_config(str(rows["experiment"].iloc[0]), preset=str(rows["preset"].iloc[0]))
         unit = exp.unit(str(rows["unit"].iloc[0]))
         ref = ResultStore.find(stores, exp).units.read(unit.id)
         out = kernel_agreement(exp, unit, ref, rows)
-        print(f"{path.name}: flags changed {[out[f'flags_changed_{r}'] for r in ('authors', 'text', 'best_loss')]}, "
-              f"divergence flags changed {out['diverged_changed']}, runs beyond {out['runs_beyond']}: "
-              f"not reproducible by numba {out['not_reproducible']}, disagree {out['disagree']}; "
-              f"agrees {out['agrees']}", flush=True)
+        flags = [out[f"flags_changed_{r}"] for r in ("authors", "text", "best_loss")]
+        print(f"{name}: flags changed {flags}, divergence flags changed {out['diverged_changed']}, "
+              f"runs beyond {out['runs_beyond']}: not reproducible by numba "
+              f"{out['not_reproducible']}, disagree {out['disagree']}; agrees {out['agrees']}",
+              flush=True)
+        total["units"] += 1
+        total["agree"] += out["agrees"]
+        total["beyond"] += out["runs_beyond"]
+        total["not_repro"] += len(out["not_reproducible"])
+        total["disagree"] += len(out["disagree"])
+        total["flags"] += sum(flags)
+    print(f"total: {total['agree']} of {total['units']} units agree; success flags changed "
+          f"{total['flags']}; {total['beyond']} runs beyond the tolerance, {total['not_repro']} of "
+          f"them not reproducible by numba, {total['disagree']} disagree")
     return 0
 
 

@@ -47,10 +47,11 @@ GRAM_COLUMNS_PER_TASK = 16
 #: flop on the direct path: below it, the per-iteration bookkeeping costs more than it saves.
 GRAM_MIN_FLOP = 1e8
 
-#: With the JAX backend (``mixlinreg reproduce --kernel jax``) the harness draws up to this many
-#: units' data ahead, in threads, while the device computes (bounded by the usable cores; each
-#: drawn unit holds its X, up to m n d floats, in memory).
-JAX_DRAW_AHEAD = 8
+#: With the JAX backend on a GPU (``mixlinreg reproduce --kernel jax``) the harness runs up to this
+#: many units at once in threads (bounded by the usable cores), so that one unit's host work
+#: (drawing its data, validating, tabulating) overlaps the others' device work; each holds its
+#: data (up to m n d floats) in host and device memory.
+JAX_WORKERS = 4
 
 #: Relative tolerances used by the test suite when comparing the kernel with its slow reference
 #: implementations (``tests/naive.py`` of the source repository; not installed with the package).

@@ -324,17 +324,35 @@ def test_harness_check_with_kernel_jax_gives_the_numba_numbers(tmp_path):
     assert (a.drop(columns=num) == b.drop(columns=num)).all().all()
 
 
-def test_harness_draws_ahead_in_order_and_exactly():
-    # the JAX harness draws the next units in threads; each job must be the unit's own draw
-    from mixlinreg.harness import load_config
-    from mixlinreg.harness.run import unit_job
-    from mixlinreg.harness.sweep import _drawn_ahead
+def test_harness_units_in_threads_give_the_same_store(tmp_path, monkeypatch):
+    # on a GPU the JAX harness runs several units at once in threads; forced here on the CPU
+    from mixlinreg.harness import ResultStore, load_config, run_experiment
+    from mixlinreg.harness import sweep
 
     exp = load_config("fig2c", preset="smoke")
-    todo = exp.units()
-    got = list(_drawn_ahead(exp, todo, 3))
-    assert [u.id for u, _ in got] == [u.id for u in todo]
-    for u, job in got:
-        want = unit_job(exp, u)
-        for a, b in zip(job, want):
-            assert_array_equal(np.asarray(a), np.asarray(b))
+    monkeypatch.setattr(sweep, "_jax_workers", lambda: 3)
+    run_experiment(exp, tmp_path / "threads", kernel="jax", progress=False)
+    monkeypatch.setattr(sweep, "_jax_workers", lambda: 1)
+    run_experiment(exp, tmp_path / "one", kernel="jax", progress=False)
+    a = ResultStore.find(tmp_path / "threads", exp).table()
+    b = ResultStore.find(tmp_path / "one", exp).table()
+    assert len(a) == exp.runs_per_unit * len(exp.units())
+    cols = ["unit", "init", "step", "R", "dist_nearest", "dist_matched", "loss", "diverged", "n_iter"]
+    assert a[cols].equals(b[cols])
+
+
+def test_jax_calls_from_threads_keep_their_precision(make_problem):
+    # 64-bit mode is switched on per call and per thread (the harness's threads on a GPU)
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y, ts, _ = make_problem(4, 8, 20, 4, 2, "squared")
+    init = np.random.default_rng(4).standard_normal((3, 2, 4))
+    want = ifca(X, y, init, 0.2, n_iter=20, method="data")
+    calls = [(np.float64,), (np.float32,)] * 4
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: ifca(X.astype(c[0]), y, init, 0.2, n_iter=20,
+                                           backend="jax"), calls))
+    for (dt,), res in zip(calls, got):
+        assert res.theta.dtype == dt and res.loss.dtype == np.float64
+        _close(res.theta, want.theta, RTOL64 if dt == np.float64 else RTOL32, "theta")
+        assert_array_equal(res.labels, want.labels)

@@ -42,7 +42,7 @@ def unit_seeds(exp, unit):
     return ss.spawn(2)
 
 
-def run_unit(exp, unit, n_threads=None, method="auto", kernel=None, job=None):
+def run_unit(exp, unit, n_threads=None, method="auto", kernel=None):
     """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
 
     ``method`` is the kernel path and ``kernel`` the backend (``"numba"`` or ``"jax"``, ``None``:
@@ -50,15 +50,12 @@ def run_unit(exp, unit, n_threads=None, method="auto", kernel=None, job=None):
     of how to compute, not part of the config, and every row records the path that computed it
     (``method`` ``"jax"`` for the JAX backend, whose ``versions`` name JAX and the device).
 
-    ``job`` is the unit's :func:`unit_job` when it was drawn ahead (the JAX harness draws the next
-    units on the CPU while the device computes), else it is drawn here.
-
     Returns ``(rows, info)``: a DataFrame with one row per (cell, initialization, step size) and a
     dict with the unit's wall time, number of runs and diverged runs, and peak resident memory.
     """
     t0 = time.perf_counter()
     p = exp.protocol
-    job = unit_job(exp, unit) if job is None else job
+    job = unit_job(exp, unit)
     res = ifca(job.X, job.Y, job.init, job.lr, n_iter=p["n_iter"], y_index=job.y_index,
                early_stop=p["early_stop"], tol=p["tol"], dtype=job.X.dtype, n_threads=n_threads,
                method=method, backend=kernel)

@@ -8,11 +8,11 @@ import time
 from .. import _config
 from .._env import numba_threads, usable_cores
 from .._validation import check_bool
-from .run import run_unit, unit_job
+from .run import run_unit
 from .store import ResultStore
 
 
-def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None, job=None):
+def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
     """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
 
     A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
@@ -28,42 +28,42 @@ def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None, job
             return dict(unit=unit.id, skipped="done")
         store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
         with threadpool_limits(limits=1):
-            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel, job=job)
+            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
         store.write(unit.id, rows)
     finally:
         store.units.release(unit.id)
     return info
 
 
-def _drawn_ahead(exp, todo, ahead):
-    """``(unit, job)`` for the units ``todo`` in order, each job drawn (:func:`unit_job`) in a
-    thread up to ``ahead`` units before it is needed: NumPy's draws release the GIL, so they run on
-    the CPU while the JAX device computes the unit before."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
+def _jax_workers():
+    """Units the JAX harness runs at once, in threads: on a GPU several (one unit's host work,
+    drawing, validating and tabulating, overlaps the others' device work; waiting on the device
+    releases the GIL); on JAX's CPU backend one (the computation already uses every core)."""
+    from .._jax import import_jax
 
-    pending = deque()
-    units = iter(todo)
-    with ThreadPoolExecutor(max_workers=ahead) as pool:
-        for u in units:
-            pending.append((u, pool.submit(unit_job, exp, u)))
-            if len(pending) >= ahead:
-                break
-        while pending:
-            u, fut = pending.popleft()
-            nxt = next(units, None)
-            if nxt is not None:
-                pending.append((nxt, pool.submit(unit_job, exp, nxt)))
-            yield u, fut.result()
+    if import_jax().default_backend() == "cpu":
+        return 1
+    return max(1, min(usable_cores(), _config.JAX_WORKERS))
 
 
 def _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
     """Yield the workers' infos for the units ``todo`` (in completion order)."""
     import joblib
 
+    workers = 1
     if kernel == "jax" and (backend == "sequential" or (backend == "loky" and n_jobs == 1)):
-        for u, job in _drawn_ahead(exp, todo, max(1, min(usable_cores(), _config.JAX_DRAW_AHEAD))):
-            yield _work(exp, u, store.path.parent, threads, method, kernel, job)
+        workers = _jax_workers()
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:
+            futures = [pool.submit(_work, exp, u, store.path.parent, threads, method, kernel)
+                       for u in todo]
+            for fut in as_completed(futures):
+                yield fut.result()
+        finally:  # on an error or Ctrl-C, units not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
         return
     if backend == "sequential" or (backend == "loky" and n_jobs == 1):
         for u in todo:
@@ -95,9 +95,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     :func:`mixlinreg.ifca` (``"auto"``: the certified-Gram path where it applies); every row
     records the path that computed it, and ``mixlinreg check-gram`` measures that the paths agree.
     ``kernel`` is :func:`mixlinreg.ifca`'s backend (``"numba"``, ``"jax"``; ``None``: the context's,
-    see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run one after another in this
-    process on JAX's device (``n_jobs`` must be 1: worker processes would each claim the GPU's
-    memory), or on the Dask cluster's workers.
+    see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run in this process on JAX's
+    device (``n_jobs`` must be 1: worker processes would each claim the GPU's memory), on a GPU
+    several at once in threads (``_config.JAX_WORKERS``), or on the Dask cluster's workers.
 
     Several processes may run the same experiment on one store at once: each unit is claimed
     before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by
