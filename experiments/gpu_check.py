@@ -180,8 +180,11 @@ def main(argv=None):
                        diverged_changed=agree["diverged_changed"],
                        runs_beyond_1e3=agree["runs_beyond"],
                        not_reproducible=len(agree["not_reproducible"]),
+                       ulp_sensitive=len(agree["ulp_sensitive"]),
                        disagree=len(agree["disagree"]), agrees=agree["agrees"],
+                       agrees_to_rounding=agree["agrees_to_rounding"],
                        not_reproducible_runs=" ".join(map(str, agree["not_reproducible"])),
+                       ulp_sensitive_runs=" ".join(map(str, agree["ulp_sensitive"])),
                        disagree_runs=" ".join(map(str, agree["disagree"])),
                        max_rel_dist=max(agree["max_rel_dist_nearest"], agree["max_rel_dist_matched"]))
             if agree["runs_beyond"]:  # the rows, for a look elsewhere (jax_unit_rows.py --compare)
@@ -206,7 +209,8 @@ def main(argv=None):
                 f"= {row['peak_fraction']:.0%} of peak, bitwise repeat {same}, peak memory "
                 f"{row['peak_mem_gib']:.2f} GiB; vs {ref_kind}: flags changed {row['flags_changed']}, "
                 f"diverged changed {row['diverged_changed']}, beyond 1e-3 {row['runs_beyond_1e3']} "
-                f"(not reproducible by numba {row['not_reproducible']}, disagree {row['disagree']})"
+                f"(not reproducible by numba {row['not_reproducible']}, one-ulp sensitive "
+                f"{row['ulp_sensitive']}, disagree {row['disagree']})"
                 + (f"; numba here {row['numba_s']:.1f} s" if "numba_s" in row else ""))
         # the whole panel projected from the measured rates: each unit's flop over the rate of the
         # measured unit nearest in m n (the smallest group's rate for groups below it)
@@ -226,7 +230,8 @@ def main(argv=None):
     (out / "gpu_check.json").write_text(json.dumps(info, indent=2, default=str))
     cols = [c for c in ("panel", "unit", "jax_s", "tflops", "peak_fraction", "peak_mem_gib",
                         "bitwise_repeat", "flags_changed", "diverged_changed", "runs_beyond_1e3",
-                        "not_reproducible", "disagree", "agrees", "numba_s",
+                        "not_reproducible", "ulp_sensitive", "disagree", "agrees",
+                        "agrees_to_rounding", "numba_s",
                         "speedup_vs_numba_here", "cpu2_gram_s", "speedup_vs_cpu2") if c in table]
     with pd.option_context("display.width", 250, "display.max_columns", 30):
         log(table[cols].to_string(index=False, float_format=lambda v: f"{v:.3g}"))

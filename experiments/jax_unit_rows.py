@@ -41,7 +41,8 @@ def compare(folder, stores):
         items = [(u, lambda u=u: store.units.read(u)) for u in sorted(store.done(), key=order.get)]
     else:
         items = [(p.name, lambda p=p: pd.read_csv(p)) for p in sorted(folder.glob("*_rows.csv"))]
-    total = dict(units=0, agree=0, beyond=0, not_repro=0, disagree=0, flags=0)
+    total = dict(units=0, agree=0, agree_rounding=0, beyond=0, not_repro=0, ulp=0, disagree=0,
+                 flags=0)
     for name, read in items:
         rows = read()
         exp = load_config(str(rows["experiment"].iloc[0]), preset=str(rows["preset"].iloc[0]))
@@ -51,17 +52,21 @@ def compare(folder, stores):
         flags = [out[f"flags_changed_{r}"] for r in ("authors", "text", "best_loss")]
         print(f"{name}: flags changed {flags}, divergence flags changed {out['diverged_changed']}, "
               f"runs beyond {out['runs_beyond']}: not reproducible by numba "
-              f"{out['not_reproducible']}, disagree {out['disagree']}; agrees {out['agrees']}",
+              f"{out['not_reproducible']}, one-ulp sensitive {out['ulp_sensitive']}, disagree "
+              f"{out['disagree']}; agrees {out['agrees']}, to rounding {out['agrees_to_rounding']}",
               flush=True)
         total["units"] += 1
         total["agree"] += out["agrees"]
+        total["agree_rounding"] += out["agrees_to_rounding"]
+        total["ulp"] += len(out["ulp_sensitive"])
         total["beyond"] += out["runs_beyond"]
         total["not_repro"] += len(out["not_reproducible"])
         total["disagree"] += len(out["disagree"])
         total["flags"] += sum(flags)
-    print(f"total: {total['agree']} of {total['units']} units agree; success flags changed "
-          f"{total['flags']}; {total['beyond']} runs beyond the tolerance, {total['not_repro']} of "
-          f"them not reproducible by numba, {total['disagree']} disagree")
+    print(f"total: {total['agree']} of {total['units']} units agree ({total['agree_rounding']} to "
+          f"rounding); success flags changed {total['flags']}; {total['beyond']} runs beyond the "
+          f"tolerance: {total['not_repro']} not reproducible by numba under another packing, "
+          f"{total['ulp']} one-ulp sensitive, {total['disagree']} disagree")
     return 0
 
 
