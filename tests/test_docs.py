@@ -27,7 +27,7 @@ def test_docs_build_fast(tmp_path):
                          env=env, capture_output=True, text=True, timeout=300)
     wall = time.perf_counter() - t0
     assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-4000:])
-    for page in ("index", "getting_started", "lesson", "figure2", "theory_checks", "dask", "api"):
+    for page in ("index", "getting_started", "lesson", "figure2", "theory_checks", "dask", "gpu", "api"):
         assert (out / f"{page}.html").is_file(), page
     scripts = sorted(p.stem for p in (ROOT / "experiments" / "gallery").glob("plot_*.py"))
     assert len(scripts) >= 8
@@ -55,3 +55,14 @@ def test_figure2_times_are_the_readmes():
     readme = (ROOT / "README.md").read_text()
     for q in quoted:
         assert q in readme, q
+
+
+def test_gpu_numbers_are_the_readmes():
+    """Every measured number quoted in docs/gpu.rst is written in the README's GPU section."""
+    text = (DOCS / "gpu.rst").read_text()
+    quoted = [q for q in re.findall(r"\*\*(.+?)\*\*", text) if re.search(r"\d", q)]
+    assert len(quoted) >= 8
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## On a GPU: the JAX backend")[1].split("\n## ")[0]
+    for q in quoted:
+        assert q in section, q

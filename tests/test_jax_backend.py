@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 
 from naive import naive_ifca
 from test_kernel import (AVERAGING, LOSSES, RTOL32, RTOL64, _close, _grid_problem, _kw_for_naive,
-                         _seed, assert_matches_naive)
+                         _seed, assert_matches_naive, grid_case)
 from test_multinomial import _matches as _matches_multinomial
 from test_multinomial import _problem as _multinomial_problem
 
@@ -61,13 +61,7 @@ def test_jax_equals_naive_and_numba_float64(loss, resample, avg, part, make_prob
                                             global_random_seed):
     # the problems of tests/test_kernel.py::test_kernel_equals_naive_float64 (same seeds)
     seed = _seed(global_random_seed, loss, resample, avg, part)
-    X, y, ts, init, lr, T = _grid_problem(seed, loss, resample, avg, make_problem)
-    R, m = init.shape[0], X.shape[0]
-    kw = dict(n_iter=T, resample=resample, theta_star=ts, **LOSSES[loss], **AVERAGING[avg])
-    if part == "mask":
-        mask = np.random.default_rng(seed + 1).random((T, R, m)) < 0.6
-        mask[:, :, 0] = True
-        kw["participation"] = mask
+    X, y, init, lr, kw = grid_case(seed, loss, resample, avg, part, make_problem)
     res, numba_res = _both(X, y, init, lr, trace=True, **kw)
     assert res.method == "jax" and res.theta.dtype == np.float64
     assert_matches_naive(res, naive_ifca(X, y, init, lr, **_kw_for_naive(kw)))

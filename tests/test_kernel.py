@@ -131,15 +131,21 @@ def _grid_problem(seed, loss, resample, averaging, make_problem):
     return X, y, theta_star, init, lr, n_iter
 
 
-@pytest.mark.parametrize("loss, resample, avg, part", list(_grid()))
-def test_kernel_equals_naive_float64(loss, resample, avg, part, make_problem,
-                                     global_random_seed):
-    seed = _seed(global_random_seed, loss, resample, avg, part)
+def grid_case(seed, loss, resample, avg, part, make_problem):
+    """``(X, y, init, lr, kw)`` of one configuration of the grid (``kw``: ifca's keywords)."""
     X, y, ts, init, lr, T = _grid_problem(seed, loss, resample, avg, make_problem)
     R, m = init.shape[0], X.shape[0]
     kw = dict(n_iter=T, resample=resample, theta_star=ts, **LOSSES[loss], **AVERAGING[avg])
     if part == "mask":
         kw["participation"] = np.random.default_rng(seed + 1).random((T, R, m)) < 0.6
+    return X, y, init, lr, kw
+
+
+@pytest.mark.parametrize("loss, resample, avg, part", list(_grid()))
+def test_kernel_equals_naive_float64(loss, resample, avg, part, make_problem,
+                                     global_random_seed):
+    seed = _seed(global_random_seed, loss, resample, avg, part)
+    X, y, init, lr, kw = grid_case(seed, loss, resample, avg, part, make_problem)
     res = ifca(X, y, init, lr, trace=True, **kw)
     ref = naive_ifca(X, y, init, lr, **_kw_for_naive(kw))
     assert res.theta.dtype == np.float64
