@@ -12,7 +12,7 @@ from .run import run_unit
 from .store import ResultStore
 
 
-def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
+def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None, pin_blas=True):
     """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
 
     A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
@@ -27,7 +27,10 @@ def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None):
         if store.units.is_done(unit.id, warn=False):
             return dict(unit=unit.id, skipped="done")
         store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
-        with threadpool_limits(limits=1):
+        if pin_blas:  # (threads of one process share the limit: their caller sets it once)
+            with threadpool_limits(limits=1):
+                rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
+        else:
             rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
         store.write(unit.id, rows)
     finally:
@@ -56,12 +59,15 @@ def _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
     if workers > 1:
         from concurrent.futures import ThreadPoolExecutor, as_completed
 
+        from threadpoolctl import threadpool_limits
+
         pool = ThreadPoolExecutor(max_workers=workers)
         try:
-            futures = [pool.submit(_work, exp, u, store.path.parent, threads, method, kernel)
-                       for u in todo]
-            for fut in as_completed(futures):
-                yield fut.result()
+            with threadpool_limits(limits=1):
+                futures = [pool.submit(_work, exp, u, store.path.parent, threads, method, kernel,
+                                       False) for u in todo]
+                for fut in as_completed(futures):
+                    yield fut.result()
         finally:  # on an error or Ctrl-C, units not started are not started
             pool.shutdown(wait=True, cancel_futures=True)
         return
@@ -126,8 +132,8 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
 
         import_jax()  # a missing extra is reported before any work
         if backend == "loky" and n_jobs > 1:
-            raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run one after another "
-                             f"on JAX's device; worker processes would each claim it), got {n_jobs}")
+            raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run in this process on "
+                             f"JAX's device; worker processes would each claim it), got {n_jobs}")
     if backend == "loky":  # never more local workers than usable cores or units to run
         n_jobs = max(1, min(n_jobs, usable_cores(), len(todo)))
     threads = numba_threads(n_jobs) if backend != "dask" else 1
