@@ -6,7 +6,8 @@ the problem either to the numba kernels (``mixlinreg/_kernels.py``) or, with ``b
 (``method="data"``), written with ``jax.jit`` and ``lax.while_loop`` so that one program runs on
 JAX's CPU backend and on a CUDA GPU:
 
-* every model's loss on every machine every iteration: one matrix product ``X @ Theta^T`` of shape
+* every model's loss on every machine every iteration (the losses' array forms of
+  :mod:`mixlinreg.losses`, :func:`~mixlinreg.losses.value_array` and the multinomial ones): one matrix product ``X @ Theta^T`` of shape
   ``(m n, R k)``; losses, ties and the argmin as in the numba kernel (ties to the lowest index, a
   NaN loss never wins, bitwise-equal models share the lower model's loss);
 * option I: the gradient at the assigned model only, ``X_i^T ell'`` per machine (a batched matrix
@@ -35,7 +36,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from .losses import KERNEL_CODES, MULTINOMIAL
+from .losses import (KERNEL_CODES, MULTINOMIAL, derivative_array, multinomial_derivative,
+                     multinomial_value, value_array)
 
 #: What the user is told when JAX is missing: the extra that installs it.
 EXTRA_HINT = ("backend='jax' needs JAX, an optional extra of mixlinreg: pip install 'mixlinreg[jax]' "
@@ -76,49 +78,6 @@ def device_info():
     return f"{dev.platform}:{dev.id} {kind}".strip()
 
 
-# ------------------------------------------------------------------------------- per-sample losses
-def _ell(jnp, z, y, code, delta):
-    """Per-sample loss of the scalar prediction ``z`` (float64 arrays; see :mod:`mixlinreg.losses`)."""
-    if code == KERNEL_CODES["squared"]:
-        r = z - y
-        return r * r
-    if code == KERNEL_CODES["logistic"]:
-        pos = z + jnp.log1p(jnp.exp(-jnp.abs(z))) - y * z
-        neg = jnp.log1p(jnp.exp(jnp.minimum(z, 0.0))) - y * z
-        return jnp.where(z > 0.0, pos, neg)
-    r = y - z
-    a = jnp.abs(r)
-    return jnp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
-
-
-def _dell(jnp, z, y, code, delta):
-    """Derivative of :func:`_ell` in ``z``."""
-    if code == KERNEL_CODES["squared"]:
-        return 2.0 * (z - y)
-    if code == KERNEL_CODES["logistic"]:
-        e = jnp.exp(jnp.minimum(z, 0.0))
-        pos = 1.0 / (1.0 + jnp.exp(-jnp.maximum(z, 0.0))) - y
-        return jnp.where(z >= 0.0, pos, e / (1.0 + e) - y)
-    r = y - z
-    return jnp.where(r > delta, -delta, jnp.where(r < -delta, delta, -r))
-
-
-def _ce(jnp, z, y):
-    """Multinomial loss of logits ``z`` (..., C) for classes ``y`` (...), shifted by the largest
-    logit (NaN if a logit is NaN), as :func:`mixlinreg.losses.ce`."""
-    mx = jnp.max(z, axis=-1, keepdims=True)
-    s = jnp.sum(jnp.exp(z - mx), axis=-1)
-    zy = jnp.take_along_axis(z, y[..., None], axis=-1)[..., 0]
-    return mx[..., 0] + jnp.log(s) - zy
-
-
-def _dce(jnp, z, y, C):
-    """``softmax(z) - e_y`` over the last axis (:func:`mixlinreg.losses.dce_into`)."""
-    mx = jnp.max(z, axis=-1, keepdims=True)
-    e = jnp.exp(z - mx)
-    return e / jnp.sum(e, axis=-1, keepdims=True) - (y[..., None] == jnp.arange(C)).astype(z.dtype)
-
-
 # ----------------------------------------------------------------------------------- the program
 def _argmin(jnp, L):
     """Index of the smallest ``L[..., j]``: ties to the lowest index, a NaN never beats a number
@@ -153,9 +112,9 @@ def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, sta
         z = P.astype(f64)
         if multi:
             cls = Ye.astype(jnp.int32)
-            per = _ce(jnp, z, jnp.broadcast_to(cls[:, :, :, None], (m, ne, R, k)))
+            per = multinomial_value(z, jnp.broadcast_to(cls[:, :, :, None], (m, ne, R, k)), xp=jnp)
         else:
-            per = _ell(jnp, z[..., 0], Ye.astype(f64)[..., None], code, delta)
+            per = value_array(z[..., 0], Ye.astype(f64)[..., None], code, delta, xp=jnp)
         return jnp.sum(per, axis=1) / ne, P
 
     def assign(theta, e0, ne):
@@ -183,9 +142,9 @@ def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, sta
         """ell' at the predictions Z (m, t, R, nout), in the working dtype."""
         z = Z.astype(f64)
         if multi:
-            g = _dce(jnp, z, Yg.astype(jnp.int32), nout)
+            g = multinomial_derivative(z, Yg.astype(jnp.int32), xp=jnp)
         else:
-            g = _dell(jnp, z[..., 0], Yg.astype(f64), code, delta)[..., None]
+            g = derivative_array(z[..., 0], Yg.astype(f64), code, delta, xp=jnp)[..., None]
         return g.astype(dt)
 
     def contribution(theta, a, P, it, g0, ng, w):

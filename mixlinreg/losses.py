@@ -39,7 +39,8 @@ import numpy as np
 from ._config import FASTMATH
 
 __all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get", "MULTINOMIAL",
-           "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into"]
+           "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into",
+           "value_array", "derivative_array"]
 
 #: Kernel code of each per-sample loss of a scalar prediction.
 CODES = {"squared": 0, "logistic": 1, "huber": 2}
@@ -146,24 +147,54 @@ def dce_into(P, t, c0, nout, y, out, o0):
         out[t, o0 + c] = g
 
 
-def multinomial_value(Z, y):
-    """:func:`ce` for arrays: ``Z`` (..., C) logits and ``y`` (...) classes, float64 (the same
-    shifted formula as the kernel's)."""
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y).astype(np.int64)
-    mx = Z.max(axis=-1, keepdims=True)
-    lse = mx[..., 0] + np.log(np.exp(Z - mx).sum(axis=-1))
-    return lse - np.take_along_axis(Z, y[..., None], axis=-1)[..., 0]
+def multinomial_value(Z, y, xp=np):
+    """:func:`ce` for arrays: ``Z`` (..., C) logits and ``y`` (...) classes (the same shifted
+    formula as the kernel's). With NumPy (``xp=np``) in float64; with ``xp=jax.numpy`` (the JAX
+    backend) on JAX arrays as given."""
+    if xp is np:
+        Z = np.asarray(Z, dtype=np.float64)
+        y = np.asarray(y).astype(np.int64)
+    mx = xp.max(Z, axis=-1, keepdims=True)
+    lse = mx[..., 0] + xp.log(xp.sum(xp.exp(Z - mx), axis=-1))
+    return lse - xp.take_along_axis(Z, y[..., None], axis=-1)[..., 0]
 
 
-def multinomial_derivative(Z, y):
-    """:func:`dce_into` for arrays: ``softmax(Z) - onehot(y)``, shape of ``Z`` (float64)."""
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y).astype(np.int64)
-    e = np.exp(Z - Z.max(axis=-1, keepdims=True))
-    g = e / e.sum(axis=-1, keepdims=True)
-    np.put_along_axis(g, y[..., None], np.take_along_axis(g, y[..., None], axis=-1) - 1.0, axis=-1)
-    return g
+def multinomial_derivative(Z, y, xp=np):
+    """:func:`dce_into` for arrays: ``softmax(Z) - onehot(y)``, shape of ``Z`` (float64 with
+    NumPy; ``xp=jax.numpy`` as in :func:`multinomial_value`)."""
+    if xp is np:
+        Z = np.asarray(Z, dtype=np.float64)
+        y = np.asarray(y).astype(np.int64)
+    e = xp.exp(Z - xp.max(Z, axis=-1, keepdims=True))
+    return e / xp.sum(e, axis=-1, keepdims=True) - (y[..., None] == xp.arange(Z.shape[-1])).astype(Z.dtype)
+
+
+def value_array(z, y, code, delta, xp=np):
+    """:func:`ell` written on whole arrays (the branches as ``where``), for array libraries such
+    as ``jax.numpy`` (the JAX backend) that cannot call the numba scalar; the same formulas, and
+    tested equal to :func:`ell` (``tests/test_losses.py``)."""
+    if code == CODES["squared"]:
+        r = z - y
+        return r * r
+    if code == CODES["logistic"]:
+        pos = z + xp.log1p(xp.exp(-xp.abs(z))) - y * z  # the branch z > 0, without overflow
+        neg = xp.log1p(xp.exp(xp.minimum(z, 0.0))) - y * z
+        return xp.where(z > 0.0, pos, neg)
+    r = y - z
+    a = xp.abs(r)
+    return xp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))
+
+
+def derivative_array(z, y, code, delta, xp=np):
+    """:func:`dell` on whole arrays, as :func:`value_array`."""
+    if code == CODES["squared"]:
+        return 2.0 * (z - y)
+    if code == CODES["logistic"]:
+        e = xp.exp(xp.minimum(z, 0.0))
+        pos = 1.0 / (1.0 + xp.exp(-xp.maximum(z, 0.0))) - y
+        return xp.where(z >= 0.0, pos, e / (1.0 + e) - y)
+    r = y - z
+    return xp.where(r > delta, -delta, xp.where(r < -delta, delta, -r))
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)

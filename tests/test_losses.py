@@ -48,3 +48,35 @@ def test_codes_and_unknown_names():
     assert {n: get(n).code for n in LOSSES} == CODES
     with pytest.raises(ValueError, match=r"loss must be one of \['huber', 'logistic', 'squared'\], got 'hinge'"):
         get("hinge")
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_array_forms_equal_the_kernels_scalars(name):
+    # value_array / derivative_array (what the JAX backend calls) against the numba scalars; the
+    # absolute 1e-15 covers values that cancel to near zero (sigmoid(35) - 1), where the numba
+    # scalar's fast-math reciprocal and NumPy's division differ in the last bit of the 1.0
+    from mixlinreg.losses import derivative_array, value_array
+
+    z = np.concatenate([Z, [np.nan, np.inf, -np.inf, 1e-300, -1e-300]])[:, None]
+    y = np.array([0.0, 0.3, 1.0])[None, :] if name == "logistic" else np.array([-2.5, 0.0, 1.2])[None, :]
+    loss = get(name)
+    for delta in (0.5, 1.5):
+        zz, yy = np.broadcast_arrays(z, y)
+        with np.errstate(all="ignore"):
+            assert_allclose(value_array(zz, yy, loss.code, delta), loss.value(zz, yy, delta),
+                            rtol=1e-14, atol=1e-15, equal_nan=True)
+            assert_allclose(derivative_array(zz, yy, loss.code, delta),
+                            loss.derivative(zz, yy, delta), rtol=1e-14, atol=1e-15, equal_nan=True)
+
+
+def test_multinomial_array_forms_match_scipy():
+    from mixlinreg.losses import multinomial_derivative, multinomial_value
+
+    rng = np.random.default_rng(0)
+    Zm = 20.0 * rng.standard_normal((7, 4))
+    y = rng.integers(0, 4, size=7)
+    from scipy.special import logsumexp, softmax
+
+    assert_allclose(multinomial_value(Zm, y), logsumexp(Zm, axis=1) - Zm[np.arange(7), y],
+                    rtol=1e-13, atol=1e-14)
+    assert_allclose(multinomial_derivative(Zm, y), softmax(Zm, axis=1) - np.eye(4)[y], atol=1e-15)
