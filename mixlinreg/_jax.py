@@ -267,11 +267,20 @@ def run_jax(prob):
                  local_steps=prob.local_steps, resample=prob.resample, n_sub=prob.n_sub,
                  use_part=prob.use_part, early_stop=prob.early_stop, trace=prob.trace,
                  has_star=prob.has_star, n_iter=prob.n_iter)
-    with _x64(jax):
-        out = _compiled()(cfg, prob.X, prob.Y, prob.yidx.astype(np.int32), prob.theta, prob.lr,
-                          np.float64(prob.l2), np.float64(prob.huber_delta), prob.part,
-                          np.float64(prob.tol), np.float64(prob.thresh), prob.star)
-        out = jax.device_get(out)
+    try:
+        with _x64(jax):
+            out = _compiled()(cfg, prob.X, prob.Y, prob.yidx.astype(np.int32), prob.theta, prob.lr,
+                              np.float64(prob.l2), np.float64(prob.huber_delta), prob.part,
+                              np.float64(prob.tol), np.float64(prob.thresh), prob.star)
+            out = jax.device_get(out)
+    except Exception as exc:  # XLA's out-of-memory error, whatever its class in this JAX version
+        if "RESOURCE_EXHAUSTED" not in str(exc) and "out of memory" not in str(exc).lower():
+            raise
+        m, n, d = prob.X.shape
+        raise MemoryError(
+            f"the JAX device ({device_info()}) ran out of memory for {prob.theta.shape[0]} runs of "
+            f"k = {k} models on (m, n, d) = ({m}, {n}, {d}) in {prob.X.dtype}: run fewer runs per "
+            f"call (or, in the harness, fewer units at once: mixlinreg._config.JAX_WORKERS)") from None
     theta, labels, loss, diverged, converged, n_out, tl, tlab, tdist = out
     return dict(theta=np.array(theta, dtype=prob.X.dtype), labels=np.asarray(labels, dtype=np.int64),
                 loss=np.asarray(loss, dtype=np.float64), diverged=np.asarray(diverged, dtype=bool),

@@ -544,8 +544,9 @@ def build_parser():
     return p
 
 
-#: exceptions that mean "the user asked for something invalid": one line, exit status 2
-USER_ERRORS = (ValueError, TypeError, OverflowError, FileNotFoundError, NotADirectoryError,
+#: exceptions that end a command in one line, exit status 2: what the user asked for is invalid or
+#: does not fit (a MemoryError: the JAX device ran out of memory)
+USER_ERRORS = (ValueError, TypeError, OverflowError, MemoryError, FileNotFoundError, NotADirectoryError,
                IsADirectoryError, PermissionError)
 
 

@@ -350,3 +350,27 @@ def test_jax_calls_from_threads_keep_their_precision(make_problem):
         assert res.theta.dtype == dt and res.loss.dtype == np.float64
         _close(res.theta, want.theta, RTOL64 if dt == np.float64 else RTOL32, "theta")
         assert_array_equal(res.labels, want.labels)
+
+
+def test_jax_out_of_device_memory_is_one_clear_error(monkeypatch, make_problem, tmp_path, capsys):
+    from mixlinreg import _jax
+    from mixlinreg.cli import main
+
+    def exhausted():
+        def run(*args):
+            raise RuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 9 GiB")
+        return run
+
+    monkeypatch.setattr(_jax, "_compiled", exhausted)
+    X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
+    with pytest.raises(MemoryError, match=r"ran out of memory for 1 runs of k = 2 models on \(m, n, d\) "
+                                          r"= \(6, 10, 3\).*JAX_WORKERS"):
+        ifca(X, y, np.zeros((2, 3)), 0.1, backend="jax")
+    assert main(["reproduce", "fig2a", "--preset", "smoke", "--out", str(tmp_path), "--kernel", "jax",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ran out of memory" in err[0]
+    # and the other paths refuse a method the JAX backend does not have before any work
+    assert main(["reproduce", "fig2a", "--preset", "smoke", "--out", str(tmp_path / "g"),
+                 "--kernel", "jax", "--method", "gram", "--no-progress"]) == 2
+    assert "method must be one of ['auto', 'data'] with kernel='jax'" in capsys.readouterr().err

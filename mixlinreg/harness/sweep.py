@@ -131,6 +131,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         from .._jax import import_jax
 
         import_jax()  # a missing extra is reported before any work
+        if method not in ("auto", "data"):
+            raise ValueError(f"method must be one of ['auto', 'data'] with kernel='jax' (it computes "
+                             f"the direct path), got {method!r}")
         if backend == "loky" and n_jobs > 1:
             raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run in this process on "
                              f"JAX's device; worker processes would each claim it), got {n_jobs}")
