@@ -308,7 +308,10 @@ def _resolve_backend(backend):
 def use_backend(backend):
     """Within this context, :func:`ifca` (and everything built on it: the estimator, the Figure 2
     harness, the studies) computes with ``backend`` (``"numba"`` or ``"jax"``) unless a call names
-    its own. The JAX backend is imported here, so a missing extra is reported at once.
+    its own. The JAX backend is imported here, so a missing extra is reported at once. The
+    setting is a context variable: it holds in this thread (and asyncio task) and in the worker
+    processes of the studies, which are handed it, but threads started inside do not inherit it
+    (pass ``backend=`` there).
 
     >>> import mixlinreg as mlr
     >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
