@@ -68,7 +68,7 @@ def main(argv=None):
             measured[name] = float(sec)
     print(f"{info['device']}: mean compilation {compile_s:.2f} s per (m, n) group "
           f"(first call less second call of the {len(units)} units of gpu_check)")
-    total = 0.0
+    total, misses, others = 0.0, [], 0
     for g in info["grid"]:
         exp = load_config(g["panel"], preset="paper")
         unit = exp.unit(str(units[units["panel"] == g["panel"]]["unit"].iloc[0]))
@@ -76,12 +76,23 @@ def main(argv=None):
         groups = len(exp.groups())
         est = g["projected_s"] + groups * compile_s + g["units"] * host
         total += est
-        seen = f"; run whole on the GPU: {measured[g['panel']]:.1f} s" if g["panel"] in measured else ""
+        seen = ""
+        if g["panel"] in measured:
+            misses.append((measured[g["panel"]] - est) / g["units"])
+            seen = (f"; run whole on the GPU: {measured[g['panel']]:.1f} s, "
+                    f"{misses[-1]:.3f} s per unit more than estimated")
+        else:
+            others += g["units"]
         print(f"{g['panel']}: kernel {g['projected_s']:.0f} s + {groups} compilations "
               f"{groups * compile_s:.0f} s + {g['units']} units x {host:.3f} s of rows and store "
               f"(this machine) {g['units'] * host:.0f} s = {est:.0f} s{seen}")
     print(f"whole grid, end to end: {total / 60:.1f} min estimated (kernel alone "
           f"{info['grid_projected_min']:.1f} min)")
+    if misses:
+        lo, hi = min(misses), max(misses)
+        print(f"if what the estimate missed on the panels run whole ({lo:.3f} to {hi:.3f} s per unit) "
+              f"recurs in each of the other {others} units: {(total + others * lo) / 60:.1f} to "
+              f"{(total + others * hi) / 60:.1f} min")
     return 0
 
 
