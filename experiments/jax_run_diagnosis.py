@@ -59,8 +59,10 @@ def main(argv=None):
     ref = paths["numba_alone_f32"]
     for name, labels in paths.items():
         off = np.flatnonzero((labels != ref).any(axis=1))
+        first = int(off[0]) if off.size else None
+        machines = int((labels[first] != ref[first]).sum()) if off.size else 0
         print(f"{name}: first iteration whose assignments differ from numba_alone_f32: "
-              f"{int(off[0]) if off.size else None} ({int((labels[off[0]] != ref[off[0]]).sum()) if off.size else 0} machines)")
+              f"{first} ({machines} machines)")
     Path(args.out).mkdir(parents=True, exist_ok=True)
     np.savez_compressed(Path(args.out) / f"run_{i}.npz", **paths)
     return 0

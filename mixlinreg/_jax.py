@@ -6,10 +6,11 @@ the problem either to the numba kernels (``mixlinreg/_kernels.py``) or, with ``b
 (``method="data"``), written with ``jax.jit`` and ``lax.while_loop`` so that one program runs on
 JAX's CPU backend and on a CUDA GPU:
 
-* every model's loss on every machine every iteration (the losses' array forms of
-  :mod:`mixlinreg.losses`, :func:`~mixlinreg.losses.value_array` and the multinomial ones): one matrix product ``X @ Theta^T`` of shape
-  ``(m n, R k)``; losses, ties and the argmin as in the numba kernel (ties to the lowest index, a
-  NaN loss never wins, bitwise-equal models share the lower model's loss);
+* every model's loss on every machine every iteration: one matrix product ``X @ Theta^T`` of shape
+  ``(m n, R k)``, then the losses' array forms of :mod:`mixlinreg.losses`
+  (:func:`~mixlinreg.losses.value_array` and the multinomial ones); ties and the argmin as in the
+  numba kernel (ties to the lowest index, a NaN loss never wins, bitwise-equal models share the
+  lower model's loss);
 * option I: the gradient at the assigned model only, ``X_i^T ell'`` per machine (a batched matrix
   product), then added over the machines of each model in float64; option II: ``local_steps``
   gradient steps per machine from its assigned model, averaged per model in float64;
@@ -23,9 +24,11 @@ mode is switched on for the duration of a call, :func:`_x64`, and off again afte
 
 What differs from the numba kernel is how the work is organised, never what is computed: frozen runs
 (diverged or stopped early) keep being computed with the others and are masked out instead of being
-dropped from the packed set (on a GPU a smaller batch would not run faster), and sums are added in
-another order (float64 results agree to rounding, about 1e-15 relative; float32 results may differ
-in the last bit where a rounded float64 value lies at a float32 rounding boundary).
+dropped from the packed set (a simpler program, which pays for the frozen runs' share of the work),
+and sums are added in another order by another matrix library. In float64 the results agree to
+rounding (1e-10 relative in the tests). In float32 they differ by rounding at every iteration,
+and a run that amplifies rounding (at the paper's unstable step sizes) can end elsewhere: see the
+README's "On a GPU: the JAX backend" for what that changes in the paper's units.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def _x64(jax):
     if hasattr(jax, "enable_x64"):
         with jax.enable_x64(True):
             yield
-    else:  # JAX < 0.8
+    else:  # older JAX
         from jax.experimental import enable_x64
 
         with enable_x64():
@@ -71,7 +74,7 @@ def _x64(jax):
 
 
 def device_info():
-    """The device JAX computes on, in words (``"cpu"``, ``"cuda:0 NVIDIA H100 ..."``)."""
+    """The device JAX computes on, in words (``"cpu:0 cpu"``, ``"gpu:0 NVIDIA H200"``)."""
     jax = import_jax()
     dev = jax.devices()[0]
     kind = getattr(dev, "device_kind", "")
