@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mixlinreg import ifca  # noqa: E402
+from mixlinreg.bench import median_unit  # noqa: E402
 from mixlinreg.harness import ResultStore, load_config  # noqa: E402
 from mixlinreg.harness.agreement import kernel_agreement  # noqa: E402
 from mixlinreg.harness.run import run_unit, unit_job, unit_rows  # noqa: E402
@@ -78,12 +79,10 @@ def measure_peak(jax, size):
 
 def pick_units(exp, quick):
     """Trial 0 of the median-``m n`` group (and, for m-n panels, of the smallest group)."""
-    groups = sorted(exp.groups(), key=lambda g: g[0] * g[1])
-    chosen = [groups[len(groups) // 2]]
-    if exp.layout != "R-sigma" and not quick and groups[0] != chosen[0]:
-        chosen.append(groups[0])
-    return [next(u for u in exp.units() if (u.m, u.n, u.d, u.k) == g and u.trial == 0)
-            for g in chosen]
+    chosen = [median_unit(exp)]
+    if exp.layout != "R-sigma" and not quick and median_unit(exp, group="smallest").id != chosen[0].id:
+        chosen.append(median_unit(exp, group="smallest"))
+    return chosen
 
 
 def jax_flop(exp, unit, n_loop):

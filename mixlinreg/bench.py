@@ -169,6 +169,16 @@ def format_table(rows):
 # ------------------------------------------------------------------------------------------------
 # one paper-preset unit per panel, on both kernel paths, and the whole grid projected from them
 # ------------------------------------------------------------------------------------------------
+def median_unit(exp, trial=0, group="median"):
+    """Trial ``trial`` of the group with the median ``m n`` (``group="smallest"``: the smallest)."""
+    from ._validation import check_choice
+
+    check_choice("group", group, {"median", "smallest"})
+    groups = sorted(exp.groups(), key=lambda g: g[0] * g[1])
+    g = groups[0] if group == "smallest" else groups[len(groups) // 2]
+    return next(u for u in exp.units() if (u.m, u.n, u.d, u.k) == g and u.trial == trial)
+
+
 def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", methods=("data", "gram"),
                 trial=0, progress=print):
     """Seconds of one unit of each panel on each kernel path (same process, same threads).
@@ -185,9 +195,8 @@ def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", met
     rows = []
     for name in panels:
         exp = load_config(name, preset=preset)
-        groups = sorted(exp.groups(), key=lambda g: g[0] * g[1])
-        g = groups[len(groups) // 2]
-        unit = next(u for u in exp.units() if (u.m, u.n, u.d, u.k) == g and u.trial == trial)
+        unit = median_unit(exp, trial)
+        g = (unit.m, unit.n, unit.d, unit.k)
         scale = sum(gg[0] * gg[1] for gg in exp.groups()) * exp.protocol["trials"] / (g[0] * g[1])
         row = dict(panel=name, preset=preset, unit=unit.id, runs=exp.runs_per_unit,
                    units_in_grid=len(exp.units()), projection="linear in m n")

@@ -270,9 +270,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     """
     backend = _resolve_backend(backend)
     if backend == "jax":
-        if not (isinstance(method, str) and method in ("auto", "data")):
-            raise ValueError(f"method must be one of ['auto', 'data'] with backend='jax' (it computes "
-                             f"the direct path), got {method!r}")
+        check_jax_method(method, "backend='jax'")
         method = "data"  # the JAX backend computes the direct path
     prob = _Problem.of(X, y, init, lr, n_iter=n_iter, loss=loss, l2=l2, huber_delta=huber_delta,
                        averaging=averaging, local_steps=local_steps, resample=resample,
@@ -289,6 +287,14 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
 #: The kernel backends :func:`ifca` can use.
 BACKENDS = ("numba", "jax")
 _default_backend = ContextVar("mixlinreg_backend", default="numba")
+
+
+def check_jax_method(method, where):
+    """``method`` is one the JAX backend computes (the direct path), else a ``ValueError`` naming
+    ``where`` the JAX backend was asked for."""
+    if not (isinstance(method, str) and method in ("auto", "data")):
+        raise ValueError(f"method must be one of ['auto', 'data'] with {where} (it computes the "
+                         f"direct path), got {method!r}")
 
 
 def current_backend():

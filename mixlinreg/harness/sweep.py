@@ -124,16 +124,14 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
-    from ..ifca import _resolve_backend
+    from ..ifca import _resolve_backend, check_jax_method
 
     kernel = _resolve_backend(kernel)
     if kernel == "jax":
         from .._jax import import_jax
 
         import_jax()  # a missing extra is reported before any work
-        if method not in ("auto", "data"):
-            raise ValueError(f"method must be one of ['auto', 'data'] with kernel='jax' (it computes "
-                             f"the direct path), got {method!r}")
+        check_jax_method(method, "kernel='jax'")
         if backend == "loky" and n_jobs > 1:
             raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run in this process on "
                              f"JAX's device; worker processes would each claim it), got {n_jobs}")
