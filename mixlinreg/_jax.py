@@ -150,7 +150,7 @@ def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, sta
             g = derivative_array(z[..., 0], Yg.astype(f64), code, delta, xp=jnp)[..., None]
         return g.astype(dt)
 
-    def contribution(theta, a, P, it, g0, ng, w):
+    def contribution(theta, a, P, g0, ng, w):
         """Sums over machines (R, k, nout, d) in float64 and counts (R, k): option I's gradients
         or option II's local models."""
         th = models(theta)
@@ -191,7 +191,7 @@ def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, sta
         w = jax.nn.one_hot(a, k, dtype=f64)  # (m, R, k)
         if cfg.use_part:
             w = w * lax.dynamic_index_in_dim(part, it, axis=0, keepdims=False).T[:, :, None]
-        s, cnt = contribution(theta, a, P, it, g0, ne, w)
+        s, cnt = contribution(theta, a, P, g0, ne, w)
         old = models(theta).astype(f64)
         if cfg.model_avg:
             chosen = cnt > 0
