@@ -28,7 +28,7 @@ from .ifca import ifca
 
 #: the two shapes of Figure 2: (m, n, d, k) and the step sizes of the authors' protocol
 def load_shapes(preset="paper", path=None):
-    """``({(m, n, d, k): steps}, dtypes)`` of a preset of ``experiments/bench.toml``."""
+    """``({(m, n, d, k): steps}, dtypes)`` of a preset of ``mixlinreg/configs/bench.toml``."""
     from . import config
     from .config import Spec
 

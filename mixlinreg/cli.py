@@ -145,6 +145,7 @@ def _reproduce(args):
     for target in targets:
         exp = load_config(target, preset=args.preset)
         print(f"{exp.name} ({exp.preset} preset): {_setting(exp)}")
+        print(f"  config: {exp.path}")
         print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
               f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
         if args.report_only:
@@ -256,7 +257,7 @@ def _compare(args):
 
     store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
-    built, proto = load_preset(args.preset)  # experiments/compare.toml
+    built, proto = load_preset(args.preset)  # mixlinreg/configs/compare.toml
     n_seeds = args.seeds if args.seeds is not None else proto["n_seeds"]
     total = len(built) * n_seeds * len(METHODS)
     with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
@@ -509,7 +510,7 @@ def build_parser():
                                        "(CSV, markdown table, figure)")
     c.add_argument("--preset", default="quick", choices=("smoke", "quick", "paper"),
                    help="smoke (seconds), quick (reduced sizes, minutes) or paper (Figure 2 sizes); "
-                        "defined in experiments/compare.toml")
+                        "defined in mixlinreg/configs/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     _add_out_store(c, "results/compare", "folder for everything this command makes [results/compare]",
@@ -520,7 +521,7 @@ def build_parser():
     g = sub.add_parser("digits", help="rotated 8x8 digits, an analogue of the paper's Table 1 "
                                       "(not MNIST): IFCA vs global, local, one-shot")
     g.add_argument("--preset", default="paper", choices=("smoke", "quick", "paper"),
-                   help="parameters from experiments/digits.toml [paper]")
+                   help="parameters from mixlinreg/configs/digits.toml [paper]")
     g.add_argument("--seeds", type=positive_int, default=None, help="data seeds [preset's: 5]")
     g.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     g.add_argument("--m", type=positive_int, default=None, help="machines [80]")

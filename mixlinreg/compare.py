@@ -62,6 +62,7 @@ from . import baselines
 from ._validation import check_choice, check_int
 from .data import init_bernoulli, make_mixture
 from .ifca import IFCA
+from .config import PRESETS
 from .metrics import adjusted_rand, dist_matched
 
 __all__ = ["Scenario", "PRESETS", "METHOD_NAMES", "METHODS", "scenarios", "run_compare",
@@ -142,12 +143,10 @@ def _schema():
                          "fpfc_max_pair_floats": Spec("float", low=1)}}
 
 
-#: the presets of ``experiments/compare.toml``
-PRESETS = ("smoke", "quick", "paper")
 
 
 def load_preset(preset, path=None):
-    """``(scenarios, protocol)`` of a preset of ``experiments/compare.toml`` (or ``path``)."""
+    """``(scenarios, protocol)`` of a preset of ``mixlinreg/configs/compare.toml`` (or ``path``)."""
     from . import config
 
     cfg = config.load(path or "compare", preset, kind="compare", schema=_schema())

@@ -1,7 +1,8 @@
 """One loader for every grid: TOML files with the presets ``smoke``, ``quick`` and ``paper``.
 
 Every grid of mixlinreg (the Figure 2 panels, each theory study, ``compare``, ``digits`` and
-``bench``) is a TOML file in ``experiments/`` (a study's in ``experiments/studies/``). A file
+``bench``) is a TOML file shipped inside the package, in :mod:`mixlinreg.configs` (a study's in
+``mixlinreg/configs/studies/``). A file
 declares its ``kind`` and ``name``, holds its values in tables, and may override any of them per
 preset::
 
@@ -19,9 +20,11 @@ preset::
 (:class:`Spec` entries, declared as data next to the code that reads them), with an error that
 names the file, the key, the allowed values and the value received.
 
-Where files are looked for: a path as given; else ``<name>.toml`` in ``./experiments`` (your own
-configs first), in the installed copy (``<sys.prefix>/share/mixlinreg/experiments``, from the
-wheel) and in the source tree's ``experiments/`` (an editable install).
+Where files are looked for: a ``.toml`` path as given (your own configs); a plain name is one of
+the package's own configs, read through :mod:`importlib.resources`, so ``fig2a`` is found however
+the package was installed (a venv, ``pip --user``, ``pip --target``, an editable clone). A name is
+never looked up in the current folder: a file that happens to lie there cannot silently replace a
+packaged config.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import hashlib
 import json
 import math
 import sys
+from importlib import resources
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +45,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PRESETS", "KINDS", "Spec", "Config", "load", "find", "config_dirs"]
+__all__ = ["PRESETS", "KINDS", "Spec", "Config", "load", "find", "packaged"]
 
 #: Preset names, the same for every grid: ``paper`` is the file's own values.
 PRESETS = ("smoke", "quick", "paper")
@@ -49,34 +53,47 @@ PRESETS = ("smoke", "quick", "paper")
 KINDS = ("figure2", "study", "compare", "digits", "bench")
 
 
-def config_dirs(sub: str = "") -> list[Path]:
-    """Folders searched for configs, in order (``sub``: e.g. ``"studies"``)."""
-    dirs = [Path.cwd() / "experiments",
-            Path(sys.prefix) / "share" / "mixlinreg" / "experiments",
-            Path(__file__).resolve().parents[1] / "experiments"]
-    out = []
-    for d in dirs:
-        d = d / sub if sub else d
-        if d not in out:
-            out.append(d)
-    return out
+def _folder(sub: str = ""):
+    """The packaged config folder (``sub``: ``""`` or ``"studies"``) as an importlib Traversable."""
+    root = resources.files("mixlinreg.configs")
+    return root / sub if sub else root
 
 
-def find(name_or_path, sub: str = "") -> Path:
-    """``"fig2a"`` -> the first ``fig2a.toml`` of :func:`config_dirs`; a ``.toml`` path as given."""
+def packaged(sub: str = "") -> list[str]:
+    """Names of the configs shipped in the package (``sub="studies"``: the studies').
+
+    >>> packaged()
+    ['bench', 'compare', 'digits', 'fig2a', 'fig2b', 'fig2c', 'fig2d']
+    """
+    if sub not in ("", "studies"):
+        raise ValueError(f"sub must be '' or 'studies', got {sub!r}")
+    return sorted(q.name[:-len(".toml")] for q in _folder(sub).iterdir()
+                  if q.name.endswith(".toml") and q.is_file())
+
+
+def find(name_or_path, sub: str = ""):
+    """``"fig2a"`` -> the packaged ``fig2a.toml`` (a path where the package lies in folders, as
+    it does for every pip install); a ``.toml`` path as given.
+
+    Raises
+    ------
+    FileNotFoundError
+        A ``.toml`` path that does not exist, or a name that is not a packaged config (the
+        message lists the known names).
+    ValueError
+        A name that is not a plain name (see :func:`mixlinreg._paths.plain_name`).
+    """
     p = Path(name_or_path)
     if p.suffix == ".toml":
         if not p.exists():
             raise FileNotFoundError(f"config file {p} does not exist")
         return p
     plain_name("config name", str(name_or_path))
-    for folder in config_dirs(sub):
-        cand = folder / f"{name_or_path}.toml"
-        if cand.exists():
-            return cand
-    known = sorted({q.stem for f in config_dirs(sub) if f.exists() for q in f.glob("*.toml")})
-    raise FileNotFoundError(f"no config named {name_or_path!r} in {[str(f) for f in config_dirs(sub)]}; "
-                            f"known: {known}; pass a .toml path instead")
+    cand = _folder(sub) / f"{name_or_path}.toml"
+    if cand.is_file():
+        return Path(str(cand)) if isinstance(cand, Path) else cand
+    raise FileNotFoundError(f"no packaged config named {name_or_path!r}; known: {packaged(sub)}; "
+                            f"for a config of your own pass the path of its .toml file")
 
 
 @dataclass(frozen=True)
@@ -156,6 +173,8 @@ class Config:
     preset: str
     path: str
     values: dict = field(hash=False)
+    #: the file's other top-level values (as ``layout``), outside the hash
+    top: dict = field(default_factory=dict, hash=False)
 
     def __getitem__(self, section):
         return self.values[section]
@@ -205,12 +224,14 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {list(PRESETS)}, got {preset!r}")
     path = find(name_or_path, sub)
-    with open(path, "rb") as fh:
-        raw = tomllib.load(fh)
     where = str(path)
+    try:
+        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"config {where} is not a valid TOML file: {exc}") from None
     if raw.get("kind") != kind:
         raise ValueError(f"config {where}: kind must be {kind!r}, got {raw.get('kind')!r}")
-    name = raw.get("name", path.stem)
+    name = raw.get("name", Path(path.name).stem)
     try:  # the name becomes part of output folder names: never a path
         plain_name(f"config {where}: name", name)
     except ValueError as exc:
@@ -245,4 +266,6 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
                 sec[key] = copy.deepcopy(spec.default)
         out[section] = sec
     return Config(kind=kind, name=name, description=raw.get("description", ""), preset=preset,
-                  path=where, values=out)
+                  path=where, values=out,
+                  top={k: v for k, v in raw.items()
+                       if not isinstance(v, dict) and k not in ("kind", "name", "description")})

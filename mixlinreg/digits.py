@@ -81,7 +81,7 @@ ANALOGUE_SENTENCE = "an analogue of the paper's Table 1 on scikit-learn's 8x8 di
 METHODS = ("ifca", "global", "local", "one-shot")
 
 def defaults(preset="paper", path=None) -> dict:
-    """The parameters of a preset of ``experiments/digits.toml`` (``seeds``, ``m``, ``n``, ...)."""
+    """The parameters of a preset of ``mixlinreg/configs/digits.toml`` (``seeds``, ``m``, ``n``, ...)."""
     from . import config
     from .config import Spec
 
@@ -374,7 +374,7 @@ def run_digits(seeds=None, *, m=None, n=None, n_test=None, k=None, tau=None, rou
                preset="paper"):
     """Table 1 analogue on rotated 8 x 8 digits, all methods over ``seeds`` data seeds.
 
-    Parameters left at ``None`` take the values of ``preset`` in ``experiments/digits.toml``
+    Parameters left at ``None`` take the values of ``preset`` in ``mixlinreg/configs/digits.toml``
     (:func:`defaults`). ``store``: a folder for
     resumable results (one checksummed unit per seed, written as soon as it is finished; a rerun
     reads them back; see :class:`mixlinreg.harness.store.UnitStore`); ``None`` keeps nothing.

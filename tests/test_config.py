@@ -88,7 +88,7 @@ def test_unknown_preset_and_kind_are_refused(tmp_path):
 def test_a_name_never_becomes_a_path():
     with pytest.raises(ValueError, match="plain name"):
         config.find("../fig2a")
-    with pytest.raises(FileNotFoundError, match="no config named 'nope'"):
+    with pytest.raises(FileNotFoundError, match="no packaged config named 'nope'; known: \\[.*'fig2a'"):
         config.find("nope")
 
 
@@ -101,16 +101,90 @@ def test_figure2_panels_keep_their_store_hashes():
             assert load_config(panel, preset).preset == preset
 
 
-def test_every_config_ships_in_the_wheel():
-    # pyproject's data-files globs must cover every TOML under experiments/
-    with open(ROOT / "pyproject.toml", "rb") as fh:
-        data_files = tomllib.load(fh)["tool"]["setuptools"]["data-files"]
-    shipped = {q for globs in data_files.values() for g in globs for q in ROOT.glob(g)}
-    tomls = set((ROOT / "experiments").rglob("*.toml"))
-    assert tomls and tomls <= shipped, sorted(str(q) for q in tomls - shipped)
-    for dest, globs in data_files.items():
-        for g in globs:
-            assert dest == "share/mixlinreg/" + str(Path(g).parent), (dest, g)
+CONFIGS = ROOT / "mixlinreg" / "configs"
+
+
+def test_configs_live_only_inside_the_package():
+    # one home: no grid left in experiments/ that could drift from the packaged one
+    assert not list((ROOT / "experiments").rglob("*.toml"))
+    assert config.packaged() == sorted(p.stem for p in CONFIGS.glob("*.toml"))
+    assert config.packaged("studies") == sorted(p.stem for p in (CONFIGS / "studies").glob("*.toml"))
+    from mixlinreg.theory import STUDIES
+
+    assert sorted(STUDIES) == config.packaged("studies")
+
+
+def test_a_name_is_never_read_from_the_current_folder(tmp_path, monkeypatch):
+    # a stray ./mixlinreg/configs/fig2a.toml (or ./fig2a.toml) cannot replace the packaged config
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "fig2a.toml").write_text('kind = "figure2"\n')
+    (tmp_path / "fig2a.toml").write_text('kind = "figure2"\n')
+    monkeypatch.chdir(tmp_path)
+    assert Path(config.find("fig2a")) == CONFIGS / "fig2a.toml"
+    assert load_config("fig2a", "paper").hash()[:12] == "03128fff867f"
+    with pytest.raises(ValueError, match="sub must be"):
+        config.packaged("../x")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """Build the package's wheel from a copy of the sources (so no build/ lands in the clone)."""
+    import shutil
+    import subprocess
+
+    tmp_path = tmp_path_factory.mktemp("wheel")
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "mixlinreg", src / "mixlinreg",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    out = tmp_path / "wheel"
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w",
+                        str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (whl,) = out.glob("mixlinreg-*.whl")
+    return whl
+
+
+def test_the_wheel_carries_every_config_inside_the_package(wheel):
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    want = {str(p.relative_to(ROOT)) for p in CONFIGS.rglob("*.toml")}
+    assert want and want <= names, sorted(want - names)
+    assert not [n for n in names if ".data/" in n], "configs must not travel as data files"
+
+
+def test_an_install_with_target_finds_the_configs_by_name(tmp_path, wheel):
+    # pip install --target: no sys.prefix/share copy and no source tree to fall back on; then
+    # `mixlinreg reproduce fig2a --preset smoke --out DIR` from another folder
+    import os
+    import subprocess
+
+    target = tmp_path / "target"
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
+                        str(target), str(wheel)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = ("import mixlinreg, mixlinreg.config as c; from mixlinreg.harness import load_config; "
+            "from mixlinreg.theory.studies import get; "
+            "print(mixlinreg.__file__); print(c.find('fig2a')); "
+            "print(load_config('fig2a', 'smoke').hash()[:12], get('T1').config('smoke').name)")
+    p = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    where, found, loaded = p.stdout.split("\n")[:3]
+    assert Path(where).is_relative_to(target) and Path(found).is_relative_to(target)
+    assert loaded == f"{load_config('fig2a', 'smoke').hash()[:12]} T1"
+    p = subprocess.run([sys.executable, "-m", "mixlinreg.cli", "reproduce", "fig2a", "--preset",
+                        "smoke", "--out", "out", "--no-progress"], cwd=elsewhere, env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert (elsewhere / "out" / "fig2a_smoke_summary.csv").is_file()
+    assert str(target / "mixlinreg" / "configs" / "fig2a.toml") in p.stdout + p.stderr
 
 
 def _load_any(path, preset):
@@ -138,7 +212,7 @@ def _load_any(path, preset):
     raise AssertionError(f"{path}: no reader for kind {kind!r}")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "experiments").rglob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(CONFIGS.rglob("*.toml")), ids=lambda p: p.name)
 def test_every_shipped_config_loads_in_every_preset(path):
     for preset in config.PRESETS:
         assert _load_any(path, preset) is not None

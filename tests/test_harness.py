@@ -71,13 +71,17 @@ def test_presets_keep_the_grid():
     ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\nspeed=1\n',
      r"unknown key protocol\.speed; allowed"),
     ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[-0.1]\n',
-     "protocol.steps must be a non-empty list of positive numbers"),
+     r"protocol\.steps\[0\] must be a number in \(0, inf\), got -0.1"),
     ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[-0.1]\n[protocol]\nsteps=[0.1]\n',
      r"grid\.sigma\[0\] must be a number in \[0, inf\), got -0.1"),
     ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ntrials=0\n',
-     "protocol.trials must be an integer >= 1"),
+     r"protocol\.trials must be an integer in \[1, inf\), got 0"),
     ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ninit="close"\n',
      "init = 'close' needs grid.alpha0"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\nalpha0=[0.6]\n[protocol]\nsteps=[0.1]\ninit="close"\n',
+     r"grid\.alpha0\[0\] must be a number in \(0, 0\.5\], got 0\.6"),
+    ('kind = "figure2"\n[grid]\nm=[10]\nn=[5]\nd=[3]\nk=[2]\nR=[1.0]\nsigma=[0.1]\n[protocol]\nsteps=[0.1]\ndtype="float16"\n',
+     r"protocol\.dtype must be one of \['float32', 'float64'\], got 'float16'"),
 ])
 def test_config_errors(tmp_path, text, match):
     path = tmp_path / "bad.toml"
@@ -89,7 +93,7 @@ def test_config_errors(tmp_path, text, match):
 def test_unknown_preset_and_name():
     with pytest.raises(ValueError, match="preset must be one of"):
         load_config("fig2a", "huge")
-    with pytest.raises(FileNotFoundError, match="no config named 'fig9'"):
+    with pytest.raises(FileNotFoundError, match="no packaged config named 'fig9'"):
         load_config("fig9")
 
 
@@ -123,7 +127,7 @@ def test_smoke_end_to_end_and_resume(tmp_path):
 def test_changed_config_never_mixes(tmp_path):
     exp = _smoke()
     store, _ = run_experiment(exp, tmp_path, progress=False, max_units=1)
-    other = load_config(ROOT / "experiments" / "fig2a.toml", "quick")
+    other = load_config(ROOT / "mixlinreg" / "configs" / "fig2a.toml", "quick")
     assert ResultStore(tmp_path, other).path != store.path
     # a tampered manifest is detected
     manifest = store.path / "manifest.json"
@@ -155,7 +159,7 @@ def test_sigkill_and_resume_equals_uninterrupted(tmp_path):
     """Kill the CLI with SIGKILL after its first unit lands, rerun it, compare with a clean run."""
     cfg = tmp_path / "kill.toml"
     # enough units that the kill lands in the middle
-    cfg.write_text((ROOT / "experiments" / "fig2c.toml").read_text())
+    cfg.write_text((ROOT / "mixlinreg" / "configs" / "fig2c.toml").read_text())
     args = [sys.executable, "-m", "mixlinreg.cli", "reproduce", "--config", str(cfg),
             "--preset", "smoke", "--out", str(tmp_path / "killed"), "--figures",
             str(tmp_path / "figs"), "--no-progress", "--backend", "sequential"]

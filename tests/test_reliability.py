@@ -154,7 +154,7 @@ def test_bools_are_not_numbers_either():
 
 @pytest.mark.parametrize("value", ['"false"', '"no"', "0", "1"])
 def test_config_early_stop_must_be_a_toml_bool(tmp_path, value):
-    text = (ROOT / "experiments" / "fig2a.toml").read_text()
+    text = (ROOT / "mixlinreg" / "configs" / "fig2a.toml").read_text()
     text = text.replace("early_stop = false", f"early_stop = {value}", 1)
     path = tmp_path / "c.toml"
     path.write_text(text)
@@ -575,7 +575,7 @@ def test_readme_and_help_text_are_current():
 
 def test_no_text_points_outside_the_repository():
     pattern = re.compile(r"\.\./shared|/work/|shared/spec|\.\./\.\./")
-    for path in list((ROOT / "mixlinreg").rglob("*.py")) + list((ROOT / "experiments").glob("*.toml")):
+    for path in list((ROOT / "mixlinreg").rglob("*.py")) + list((ROOT / "mixlinreg").rglob("*.toml")):
         for i, line in enumerate(path.read_text().splitlines(), 1):
             assert not pattern.search(line), f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
 

@@ -51,7 +51,7 @@ def test_a0_config_presets():
 def test_a0_config_errors(tmp_path):
     from mixlinreg.theory.study import run
 
-    src = (ROOT / "experiments" / "studies" / "A0.toml").read_text()
+    src = (ROOT / "mixlinreg" / "configs" / "studies" / "A0.toml").read_text()
     bad = tmp_path / "A0.toml"
     bad.write_text(src.replace("sigma = [0.25, 0.7]", "sigma = [0.25]"))
     with pytest.raises(ValueError, match="same length"):

@@ -266,7 +266,7 @@ def test_expected_sq_separation_errors_and_patterns_shared():
 
 
 def _f2_config(tmp_path, sid, store):
-    src = Path(__file__).resolve().parents[1] / "experiments" / "studies" / f"{sid}.toml"
+    src = Path(__file__).resolve().parents[1] / "mixlinreg" / "configs" / "studies" / f"{sid}.toml"
     cfg = tmp_path / f"{sid}.toml"
     cfg.write_text(src.read_text().replace('figure2_store = "figures/stores"',
                                            f'figure2_store = "{store}"'))
@@ -321,7 +321,7 @@ def test_d1_smoke(tmp_path):
 
 
 def test_d1_config_holds_the_presets_d1_has_always_used():
-    """D1's presets live in experiments/studies/D1.toml (they were a pick(...) in run_d1)."""
+    """D1's presets live in mixlinreg/configs/studies/D1.toml (they were a pick(...) in run_d1)."""
     from mixlinreg.theory.studies import get
 
     want = {"smoke": ("smoke", None, None, 2, "smoke"),

@@ -54,7 +54,7 @@ def _simulate_steps(rng, g, d, N, n_seeds, n_steps):
 
 
 def test_t1_verdict_cases():
-    mg = 0.01  # the margin of experiments/studies/T1.toml
+    mg = 0.01  # the margin of mixlinreg/configs/studies/T1.toml
     assert L.t1_verdict(Fit(0.49, 0.48, 0.499, 10), allowance=0.51, margin=mg) == HOLDS
     assert L.t1_verdict(Fit(0.51, 0.505, 0.515, 10), allowance=0.51, margin=mg) == CAVEAT
     assert L.t1_verdict(Fit(0.8, 0.79, 0.81, 10), allowance=0.51, margin=mg) == NOT_SUPPORTED
@@ -89,7 +89,7 @@ def test_exponent_verdicts_on_power_laws(global_random_seed):
     y = np.array([L.stationary_rms(0.25, 0.1, int(v), 960.0) for v in d])
     y = y * np.exp(rng.normal(0.0, 0.03, d.size))
     fit = loglog_slope(d, y, rng=rng)
-    mg = 0.1  # the exponent margin of experiments/studies/C1.toml
+    mg = 0.1  # the exponent margin of mixlinreg/configs/studies/C1.toml
     assert L.exponent_verdict(fit, 0.5, margin=mg) == HOLDS
     assert L.exponent_verdict(fit, 1.0, margin=mg) == NOT_SUPPORTED  # deliberately wrong exponent
 

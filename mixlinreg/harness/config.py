@@ -1,6 +1,6 @@
 """Experiment configurations: TOML files with a grid, a protocol and presets.
 
-A config file looks like the source repository's ``experiments/fig2a.toml`` (abridged)::
+A config file looks like the packaged ``mixlinreg/configs/fig2a.toml`` (abridged)::
 
     kind = "figure2"
     name = "fig2a"
@@ -39,27 +39,37 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 
 from .. import config as _cfg
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 GROUP_AXES = ("m", "n", "d", "k")
 CELL_AXES = ("R", "sigma", "alpha0")
 
-_PROTOCOL_DEFAULTS = dict(
-    steps=None, n_iter=300, n_init=10, trials=40, dtype="float32", theta_scale="code",
-    init="bernoulli", success_plus=0.0, seed=0, early_stop=False, tol=1e-6,
-)
+
+def _schema():
+    """The one schema of a Figure 2 config, with every default: ``[grid]`` (the group axes and R,
+    sigma required; alpha0 only with ``init = "close"``) and ``[protocol]`` (only ``steps``
+    required). :func:`mixlinreg.config.load` checks each value against it; :func:`load_config`
+    adds only the checks that involve several values."""
+    S = _cfg.Spec
+    grid = {a: S("list[int]", low=1) for a in GROUP_AXES}
+    grid.update(R=S("list[float]", low=0), sigma=S("list[float]", low=0),
+                alpha0=S("list[float]", low=0, high=0.5, open="low", required=False))
+    opt = dict(required=False)
+    protocol = dict(
+        steps=S("list[float]", low=0, open="low"),
+        n_iter=S("int", low=1, default=300, **opt), n_init=S("int", low=1, default=10, **opt),
+        trials=S("int", low=1, default=40, **opt),
+        dtype=S("str", choices=("float32", "float64"), default="float32", **opt),
+        theta_scale=S("str", choices=("code", "norm"), default="code", **opt),
+        init=S("str", choices=("bernoulli", "close"), default="bernoulli", **opt),
+        success_plus=S("float", low=0, default=0.0, **opt), seed=S("int", low=0, default=0, **opt),
+        early_stop=S("bool", default=False, **opt), tol=S("float", low=0, default=1e-6, **opt))
+    return {"grid": grid, "protocol": protocol}
 
 
 @dataclass(frozen=True)
@@ -91,6 +101,8 @@ class Experiment:
     preset: str
     grid: dict = field(hash=False)
     protocol: dict = field(hash=False)
+    #: the file it was read from (provenance only: not part of :meth:`canonical` or the hash)
+    path: str = field(default="", compare=False, hash=False)
 
     # ------------------------------------------------------------------ derived
     def canonical(self) -> dict:
@@ -137,96 +149,31 @@ def _fail(where, msg):
     raise ValueError(f"config {where}: {msg}")
 
 
-def _as_list(where, key, value, kind):
-    vals = value if isinstance(value, list) else [value]
-    if not vals:
-        _fail(where, f"grid.{key} must be a non-empty list")
-    out = []
-    for v in vals:
-        if kind is int:
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                _fail(where, f"grid.{key} values must be integers >= 1, got {v!r}")
-            out.append(int(v))
-        else:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-                _fail(where, f"grid.{key} values must be finite numbers >= 0, got {v!r}")
-            out.append(float(v))
-    return out
-
-
-def _validate(where, grid, protocol, layout):
-    for key in grid:
-        if key not in GROUP_AXES + CELL_AXES:
-            _fail(where, f"unknown grid axis {key!r}; allowed: {list(GROUP_AXES + CELL_AXES)}")
-    for key in GROUP_AXES + ("R", "sigma"):
-        if key not in grid:
-            _fail(where, f"grid.{key} is missing")
-    g = {k: _as_list(where, k, grid[k], int) for k in GROUP_AXES}
-    g.update({k: _as_list(where, k, grid[k], float) for k in CELL_AXES if k in grid})
+def _check_together(where, g, p, layout):
+    """What the schema cannot say about one value alone."""
     for m, k in itertools.product(g["m"], g["k"]):
         if m % k:
             _fail(where, f"every m must be divisible by every k (equal clusters), got m={m}, k={k}")
-    for key in protocol:
-        if key not in _PROTOCOL_DEFAULTS:
-            _fail(where, f"unknown protocol key {key!r}; allowed: {sorted(_PROTOCOL_DEFAULTS)}")
-    p = dict(_PROTOCOL_DEFAULTS)
-    p.update(protocol)
-    if not isinstance(p["steps"], list) or not p["steps"] or not all(
-            isinstance(s, (int, float)) and not isinstance(s, bool) and s > 0 for s in p["steps"]):
-        _fail(where, f"protocol.steps must be a non-empty list of positive numbers, got {p['steps']!r}")
-    p["steps"] = [float(s) for s in p["steps"]]
-    for key in ("n_iter", "n_init", "trials"):
-        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
-            _fail(where, f"protocol.{key} must be an integer >= 1, got {p[key]!r}")
-    if isinstance(p["seed"], bool) or not isinstance(p["seed"], int) or p["seed"] < 0:
-        _fail(where, f"protocol.seed must be an integer >= 0, got {p['seed']!r}")
-    if p["dtype"] not in ("float32", "float64"):
-        _fail(where, f"protocol.dtype must be 'float32' or 'float64', got {p['dtype']!r}")
-    if p["theta_scale"] not in ("code", "norm"):
-        _fail(where, f"protocol.theta_scale must be 'code' or 'norm', got {p['theta_scale']!r}")
-    if p["init"] not in ("bernoulli", "close"):
-        _fail(where, f"protocol.init must be 'bernoulli' or 'close', got {p['init']!r}")
-    if p["init"] == "close":
-        if "alpha0" not in g or not all(0 < a <= 0.5 for a in g["alpha0"]):
-            _fail(where, "init = 'close' needs grid.alpha0 with values in (0, 0.5]")
-    elif "alpha0" in g:
+    if p["init"] == "close" and "alpha0" not in g:
+        _fail(where, "init = 'close' needs grid.alpha0 with values in (0, 0.5]")
+    if p["init"] != "close" and "alpha0" in g:
         _fail(where, "grid.alpha0 is only used with protocol.init = 'close'")
-    if not isinstance(p["success_plus"], (int, float)) or p["success_plus"] < 0:
-        _fail(where, f"protocol.success_plus must be a number >= 0, got {p['success_plus']!r}")
-    p["success_plus"] = float(p["success_plus"])
-    if not isinstance(p["early_stop"], bool):  # TOML booleans are true/false, never "false" or 0
-        raise TypeError(f"config {where}: protocol.early_stop must be a bool (true or false), "
-                        f"got {p['early_stop']!r}")
-    p["tol"] = float(p["tol"])
     if layout not in ("R-sigma", "m-n"):
         _fail(where, f"layout must be 'R-sigma' or 'm-n', got {layout!r}")
-    return g, p
 
 
 def resolve_config_path(name_or_path) -> Path:
-    """``"fig2a"`` -> ``experiments/fig2a.toml`` (see :func:`mixlinreg.config.find`); a path as is."""
+    """``"fig2a"`` -> the packaged ``fig2a.toml`` (see :func:`mixlinreg.config.find`); a path as is."""
     return _cfg.find(name_or_path)
-
-
-def _figure2_schema():
-    opt = dict(required=False)
-    grid = {a: _cfg.Spec("list[int]", low=1, **opt) for a in GROUP_AXES}
-    grid.update({a: _cfg.Spec("list[float]", low=0, **opt) for a in CELL_AXES})
-    kinds = dict(steps="list[float]", n_iter="int", n_init="int", trials="int", dtype="str",
-                 theta_scale="str", init="str", success_plus="float", seed="int",
-                 early_stop="bool", tol="float")
-    return {"grid": grid, "protocol": {key: _cfg.Spec(kind, **opt) for key, kind in kinds.items()}}
 
 
 def load_config(name_or_path, preset="paper") -> Experiment:
     """Read a Figure 2 config (``kind = "figure2"``) with ``preset`` applied ("paper" = the file's
     own values) through :func:`mixlinreg.config.load`, then check how its values fit together."""
-    cfg = _cfg.load(name_or_path, preset, kind="figure2", schema=_figure2_schema())
-    where = cfg.path
-    with open(where, "rb") as fh:
-        layout = tomllib.load(fh).get("layout", "R-sigma")
-    grid = {k: v for k, v in cfg["grid"].items() if v is not None}
-    protocol = {k: v for k, v in cfg["protocol"].items() if v is not None}
-    g, p = _validate(where, grid, protocol, layout)
+    cfg = _cfg.load(name_or_path, preset, kind="figure2", schema=_schema())
+    layout = cfg.top.get("layout", "R-sigma")
+    g = {k: v for k, v in cfg["grid"].items() if v is not None}
+    p = dict(cfg["protocol"])
+    _check_together(cfg.path, g, p, layout)
     return Experiment(name=cfg.name, description=cfg.description, layout=layout, preset=preset,
-                      grid=g, protocol=p)
+                      grid=g, protocol=p, path=cfg.path)

@@ -1,7 +1,7 @@
 """Strongly convex losses (Section 5.2): the shared pieces of studies T2 and C2.
 
 The studies themselves are records, :mod:`mixlinreg.theory.studies.t2` and
-:mod:`mixlinreg.theory.studies.c2`; their configs are ``experiments/studies/T2.toml`` and
+:mod:`mixlinreg.theory.studies.c2`; their configs are ``mixlinreg/configs/studies/T2.toml`` and
 ``C2.toml``.
 
 Two losses, each with a fixed pair of generating parameters ``theta*_1 = R e_1``,

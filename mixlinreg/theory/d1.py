@@ -5,7 +5,7 @@ Figure 3 of the long version, Figure 2 of the NeurIPS version) and the authors' 
 the same experiment, and answers with a note's outcome (:data:`~mixlinreg.theory._study.NOTE_OUTCOMES`:
 "same results", "results differ", "undetermined"), never with a paper-claim verdict.
 
-Its study record, :mod:`mixlinreg.theory.studies.d1` (config ``experiments/studies/D1.toml``),
+Its study record, :mod:`mixlinreg.theory.studies.d1` (config ``mixlinreg/configs/studies/D1.toml``),
 makes D1's tables (the runs and the paired moves, from the Figure 2 stores found by their configs
 and from new runs of the panel-(a) grid under both scalings); this module reads them:
 :func:`d1_note` is the whole analysis, from the moves table (one row per comparison and grid point,
@@ -279,12 +279,12 @@ def rebuild_d1(out="figures/checks", preset="paper", *, write=False) -> StudyRes
     ``D1_<preset>_separation.csv``; returns the record with the note's kind, question, location,
     outcome, numbers, summary and caveats from :func:`d1_note` (the run's own caveats, protocol and
     cross-checks, are kept), everything else (the command, seed, time, table and figure) as it was.
-    The margin is the config's at ``preset`` (``experiments/studies/D1.toml``). Panels whose rows
+    The margin is the config's at ``preset`` (``mixlinreg/configs/studies/D1.toml``). Panels whose rows
     carry no sigma (c, d: their grid fixes it) take it from their config. With ``write``, the
     record is written back.
     """
     from .._validation import check_bool
-    from ..harness.store import _atomic_write_text
+    from .._paths import atomic_write
     from .studies import get
 
     write = check_bool("write", write)
@@ -301,7 +301,7 @@ def rebuild_d1(out="figures/checks", preset="paper", *, write=False) -> StudyRes
     new = dataclasses.replace(old, kind=NOTE, claim=QUESTION, location=study.location,
                               verdict=outcome, numbers=numbers, summary=summary, caveats=caveats)
     if write:
-        _atomic_write_text(path, new.to_json())
+        atomic_write(path, new.to_json())
     return new
 
 

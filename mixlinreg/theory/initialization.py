@@ -3,7 +3,7 @@
 **A0** (Assumption 1 of the long version and its discussion, Section 5.1; the abstract): for
 ``k = 2`` it suffices that every initial model be within ``(1/2 - alpha0) Delta`` of its truth with
 ``alpha0`` small, "slightly better than random". The study
-(:mod:`mixlinreg.theory.studies.a0`, config ``experiments/studies/A0.toml``) measures the success
+(:mod:`mixlinreg.theory.studies.a0`, config ``mixlinreg/configs/studies/A0.toml``) measures the success
 probability of IFCA against ``alpha0`` for ``k = 2`` (the claim) and ``k = 4`` (context), with
 and without resampling, for three placements of the initial models at distance exactly
 ``(1/2 - alpha0) Delta`` (:func:`a0_inits`):

@@ -5,7 +5,7 @@ of cluster ``j`` is put in cluster ``j'`` by ``c1 exp(-c2 n' (alpha rho / (rho +
 model is within ``(1/2 - alpha) Delta`` of its truth. For the squared loss with Gaussian features
 and noise this probability has a closed form (an F distribution function), and its exact
 large-deviation rate per sample (the Chernoff exponent ``E``) has one too. Study L1
-(:mod:`mixlinreg.theory.studies.l1`, config ``experiments/studies/L1.toml``) uses them:
+(:mod:`mixlinreg.theory.studies.l1`, config ``mixlinreg/configs/studies/L1.toml``) uses them:
 
 1. it compares the exact probability with Monte Carlo machines for several placements of the
    models,

@@ -4,7 +4,7 @@ With ``s`` of a trial's ``N`` initializations successful, ``r`` restarts drawn w
 contain a success with probability ``1 - C(N - s, r) / C(N, r)`` (:func:`restart_success`);
 :func:`restart_curves` averages it over trials with a bootstrap, :func:`rs_cell_stats` does so per
 Figure 2 cell, and :func:`rs_verdict` is the study's rule, with every threshold an argument (the
-values are in ``experiments/studies/RS.toml``). :func:`reduce_runs` turns a Figure 2 store's rows
+values are in ``mixlinreg/configs/studies/RS.toml``). :func:`reduce_runs` turns a Figure 2 store's rows
 (one per cell, initialization and step size) into one row per initialization.
 
 References

@@ -26,7 +26,7 @@ A study that reads another experiment's results (the Figure 2 stores) raises :cl
 from ``units`` when they are absent: :func:`run` then writes an *inconclusive* record whose
 summary names the command that makes them (a note's: *undetermined*), and computes nothing.
 
-:func:`run` loads ``experiments/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
+:func:`run` loads ``mixlinreg/configs/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
 computes the units through the resumable store (:class:`mixlinreg.theory._study.Context`), writes
 the table (the units' rows, or the verdict's ``".csv"`` table made from them), the extra tables of
 the verdict and the figure under ``out``, and returns the
@@ -142,7 +142,7 @@ class Study:
                 raise ValueError(f"study {self.id}: schema needs a [{key}] table, got {sorted(self.schema)}")
 
     def config(self, preset="paper", path=None):
-        """The study's checked config (``experiments/studies/<ID>.toml``, or ``path``)."""
+        """The study's checked config (``mixlinreg/configs/studies/<ID>.toml``, or ``path``)."""
         return _config.load(path or self.id, preset, kind="study", schema=self.schema,
                             sub="studies")
 

@@ -1,7 +1,7 @@
 """One module per claim of the paper, each defining ``STUDY`` (a :class:`~mixlinreg.theory.study.Study`).
 
 The module of study ``ID`` is ``mixlinreg.theory.studies.<id in lower case>``; its config is
-``experiments/studies/<ID>.toml``. :func:`get` returns the study; :func:`ported` says whether an
+``mixlinreg/configs/studies/<ID>.toml``. :func:`get` returns the study; :func:`ported` says whether an
 ID has a module here (every ID of :data:`mixlinreg.theory.STUDIES` has one, the reproducibility
 note D1 among them).
 """

@@ -8,7 +8,7 @@ curves: the verdict) and the text rule (shown), and decides with
 :func:`~mixlinreg.theory.figure2.trend_verdict` at the config's ``alpha``; for panels c and d the
 verdicts on m and on n are combined (the weakest wins). The direction in sigma (panels a, b) is
 reported for information only: the paper claims nothing about it. Configs:
-``experiments/studies/F2a.toml`` ... ``F2d.toml``.
+``mixlinreg/configs/studies/F2a.toml`` ... ``F2d.toml``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Two settings: an easy one where every run succeeds (the absolute check: success 
 estimates make part of the runs fail from every start (the comparison: the smallest ``alpha0``
 must not be materially worse than the largest, by Newcombe's paired interval,
 :func:`~mixlinreg.theory.initialization.a0_compare_verdict`). The verdict is the weaker of the two.
-``k = 4`` is context. Config: ``experiments/studies/A0.toml``.
+``k = 4`` is context. Config: ``mixlinreg/configs/studies/A0.toml``.
 """
 
 from __future__ import annotations

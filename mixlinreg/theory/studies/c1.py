@@ -19,7 +19,7 @@ machines over the plateau window is reported (zero means that term contributes n
 iterations needed to reach ``iter_target x eps`` (max over clusters) are regressed on
 ``ln(Delta/eps)``.
 
-Config: ``experiments/studies/C1.toml``.
+Config: ``mixlinreg/configs/studies/C1.toml``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ log-log slopes (bootstrap over seeds; allowance for the ``log(m n')`` factors fr
 :func:`~mixlinreg.theory.convex.log_allowance`); the two terms are sized by a non-negative least
 squares fit (:func:`~mixlinreg.theory.convex.nnls_rate`).
 
-Config: ``experiments/studies/C2.toml``.
+Config: ``mixlinreg/configs/studies/C2.toml``.
 """
 
 from __future__ import annotations

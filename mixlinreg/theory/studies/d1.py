@@ -22,7 +22,7 @@ exact expectation (:func:`mixlinreg.theory.d1.expected_sq_separation`). ``analyz
 paired moves (:func:`_compare`: Newcombe intervals, simultaneous over a comparison's grid points,
 Bonferroni at ``margins.alpha``), the note's table ``D1_<preset>.csv``, and reads it back through
 :func:`mixlinreg.theory.d1.d1_note` exactly as ``python -m mixlinreg.theory.d1`` reads the
-committed one. Config: ``experiments/studies/D1.toml``.
+committed one. Config: ``mixlinreg/configs/studies/D1.toml``.
 
 References
 ----------

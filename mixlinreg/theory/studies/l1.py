@@ -17,7 +17,7 @@ an F distribution function) and so is its large-deviation rate per sample, the C
 
 Units: one per ``(alpha, rho)`` point of parts 1 and 3 (``curves_...``; the random placements and
 the Monte Carlo draw from the unit's own stream) and one per ``alpha`` of the grid (``grid_...``,
-deterministic). Config: ``experiments/studies/L1.toml``.
+deterministic). Config: ``mixlinreg/configs/studies/L1.toml``.
 """
 
 from __future__ import annotations

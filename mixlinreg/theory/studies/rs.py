@@ -13,7 +13,7 @@ Both panels read the runs of the Figure 2 experiment, asked of its store **by co
 ``params.figure2_store``, through :meth:`mixlinreg.harness.ResultStore.find`; never a path with a
 hash in it); a missing store makes the record inconclusive, naming the command that makes the
 runs. Nothing is computed here but the reduction and the verdict. Config:
-``experiments/studies/RS.toml``.
+``mixlinreg/configs/studies/RS.toml``.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from ...config import Spec
+from ...config import PRESETS, Spec
 from ...harness import load_config
 from ..restarts import reduce_runs, rs_cell_stats, rs_verdict
 from ..study import Study, Verdict, figure2_store, sensitivity_line
 
-_PRESET = Spec("str", choices=("smoke", "quick", "paper"))
+_PRESET = Spec("str", choices=PRESETS)
 _OPEN01 = dict(low=0, high=1, open="both")
 SCHEMA = {
     "params": {

@@ -25,7 +25,7 @@ the correctly clustered machines (``T_1``) and the pull of the misclassified one
 the fraction misclassified is compared with Lemma 1's exact probability
 (:func:`mixlinreg.theory.lemma1.misclassification_probability`).
 
-Config: ``experiments/studies/T1.toml``.
+Config: ``mixlinreg/configs/studies/T1.toml``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ shared piece of each loss), resampled IFCA with step ``1/L`` from initialization
 and the per-step contraction in the transient (:func:`~mixlinreg.theory.convex.transient_mask`,
 :func:`mixlinreg.stats.contraction_factor` with data sets as replicates) against
 :func:`mixlinreg.theory.bounds.theorem2_factor` with ``p = min_j p_j``. Config:
-``experiments/studies/T2.toml``.
+``mixlinreg/configs/studies/T2.toml``.
 """
 
 from __future__ import annotations
