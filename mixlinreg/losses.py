@@ -17,12 +17,17 @@ whose prediction is a vector of C logits: :func:`ce` and :func:`dce_into` in the
 :data:`LOSSES`, whose entries are losses of a scalar prediction with the constants of the convex
 theory.
 
-The scalar functions :func:`ell`, :func:`dell` and :func:`d2ell` are numba-compiled (float64
-arithmetic) and are what the kernel calls on every sample; :class:`Loss` applies the same
-functions to arrays for the naive reference, the theory studies and the baselines. The constants
-of the convex theory (strong convexity ``lambda``, smoothness ``L``, gradient and loss variances
-``eta^2``, ``v^2``) are properties of the *population* loss, so they depend on the data
-distribution as well: :meth:`Loss.constants` computes them (``mixlinreg.theory.constants``).
+This module is the one registry of losses: each is defined here once, as the numba scalars
+:func:`ell`, :func:`dell` and :func:`d2ell` (float64 arithmetic; what the kernel calls on every
+sample) and the same formulas on whole arrays (:func:`value_array`, :func:`derivative_array`,
+:func:`second_array`, for NumPy and for ``jax.numpy``; tested equal to the scalars), with its
+kernel code, its parameter (the Huber threshold ``delta``) and the range of ``ell''`` in
+:class:`Loss`. The kernel, the JAX backend, the naive reference, the baselines, the data
+generators and :mod:`mixlinreg.theory` all read them from here; an unknown name or code raises.
+The constants of the convex theory (strong convexity ``lambda``, smoothness ``L``, gradient and
+loss variances ``eta^2``, ``v^2``) are properties of the *population* loss, so they depend on the
+data distribution as well: :func:`mixlinreg.theory.constants.loss_constants` computes them from
+these functions.
 
 >>> import numpy as np
 >>> LOSSES["huber"].value(np.array([0.0, 3.0]), np.array([0.5, 0.0]), delta=1.0)
@@ -40,7 +45,7 @@ from ._config import FASTMATH
 
 __all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get", "MULTINOMIAL",
            "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into",
-           "value_array", "derivative_array"]
+           "value_array", "derivative_array", "second_array", "check_code"]
 
 #: Kernel code of each per-sample loss of a scalar prediction.
 CODES = {"squared": 0, "logistic": 1, "huber": 2}
@@ -169,10 +174,21 @@ def multinomial_derivative(Z, y, xp=np):
     return e / xp.sum(e, axis=-1, keepdims=True) - (y[..., None] == xp.arange(Z.shape[-1])).astype(Z.dtype)
 
 
+def check_code(code) -> int:
+    """``code`` if it is the kernel code of a loss of a scalar prediction (:data:`CODES`), else a
+    ``ValueError`` naming the codes."""
+    if isinstance(code, bool) or not isinstance(code, (int, np.integer)) \
+            or int(code) not in CODES.values():
+        raise ValueError(f"loss code must be one of {CODES} (a loss of a scalar prediction), "
+                         f"got {code!r}")
+    return int(code)
+
+
 def value_array(z, y, code, delta, xp=np):
     """:func:`ell` written on whole arrays (the branches as ``where``), for array libraries such
     as ``jax.numpy`` (the JAX backend) that cannot call the numba scalar; the same formulas, and
-    tested equal to :func:`ell` (``tests/test_losses.py``)."""
+    tested equal to :func:`ell` (``tests/test_losses.py``). An unknown ``code`` raises."""
+    code = check_code(code)
     if code == CODES["squared"]:
         r = z - y
         return r * r
@@ -187,6 +203,7 @@ def value_array(z, y, code, delta, xp=np):
 
 def derivative_array(z, y, code, delta, xp=np):
     """:func:`dell` on whole arrays, as :func:`value_array`."""
+    code = check_code(code)
     if code == CODES["squared"]:
         return 2.0 * (z - y)
     if code == CODES["logistic"]:
@@ -195,6 +212,19 @@ def derivative_array(z, y, code, delta, xp=np):
         return xp.where(z >= 0.0, pos, e / (1.0 + e) - y)
     r = y - z
     return xp.where(r > delta, -delta, xp.where(r < -delta, delta, -r))
+
+
+def second_array(z, y, code, delta, xp=np):
+    """:func:`d2ell` on whole arrays, as :func:`value_array` (Huber: the a.e. derivative, the
+    indicator ``|y - z| <= delta``)."""
+    code = check_code(code)
+    if code == CODES["squared"]:
+        return xp.full_like(z, 2.0)
+    if code == CODES["logistic"]:
+        e = xp.exp(xp.minimum(z, 0.0))
+        s = xp.where(z >= 0.0, 1.0 / (1.0 + xp.exp(-xp.maximum(z, 0.0))), e / (1.0 + e))
+        return s * (1.0 - s)
+    return (xp.abs(y - z) <= delta).astype(z.dtype)
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -219,11 +249,14 @@ class Loss:
         The kernel's code (:data:`CODES`).
     curvature : tuple of float
         ``(inf ell'', sup ell'')`` over all ``z`` and ``y``.
+    param : str or None
+        The name of the loss's parameter (``"delta"``, the Huber threshold), or None.
     """
 
     name: str
     code: int
     curvature: tuple
+    param: str | None = None
 
     def _eval(self, z, y, delta, order):
         z, y = np.broadcast_arrays(np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64))
@@ -244,18 +277,19 @@ class Loss:
         """``ell''(z, y)`` in ``z``, elementwise (a.e. for the Huber loss)."""
         return self._eval(z, y, delta, 2)
 
-    def constants(self, theta_star, **kw):
-        """``lambda``, ``L``, ``eta^2``, ``v^2`` of the population loss around ``theta_star``
-        (see :func:`mixlinreg.theory.constants.loss_constants` for the keywords)."""
-        from .theory.constants import loss_constants
-
-        return loss_constants(self.name, theta_star, **kw)
+    def parts(self, z, y, delta=1.0):
+        """``(ell, ell', ell'')`` on float64 arrays, with the array forms (:func:`value_array`,
+        :func:`derivative_array`, :func:`second_array`): what the convex theory's population
+        constants are computed from."""
+        z, y = np.broadcast_arrays(np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64))
+        return (value_array(z, y, self.code, delta), derivative_array(z, y, self.code, delta),
+                second_array(z, y, self.code, delta))
 
 
 #: The losses by name.
 LOSSES = {"squared": Loss("squared", 0, (2.0, 2.0)),
           "logistic": Loss("logistic", 1, (0.0, 0.25)),
-          "huber": Loss("huber", 2, (0.0, 1.0))}
+          "huber": Loss("huber", 2, (0.0, 1.0), param="delta")}
 
 
 def get(name) -> Loss:

@@ -55,7 +55,7 @@ def test_array_forms_equal_the_kernels_scalars(name):
     # value_array / derivative_array (what the JAX backend calls) against the numba scalars; the
     # absolute 1e-15 covers values that cancel to near zero (sigmoid(35) - 1), where the numba
     # scalar's fast-math reciprocal and NumPy's division differ in the last bit of the 1.0
-    from mixlinreg.losses import derivative_array, value_array
+    from mixlinreg.losses import derivative_array, second_array, value_array
 
     z = np.concatenate([Z, [np.nan, np.inf, -np.inf, 1e-300, -1e-300]])[:, None]
     y = np.array([0.0, 0.3, 1.0])[None, :] if name == "logistic" else np.array([-2.5, 0.0, 1.2])[None, :]
@@ -67,6 +67,32 @@ def test_array_forms_equal_the_kernels_scalars(name):
                             rtol=1e-14, atol=1e-15, equal_nan=True)
             assert_allclose(derivative_array(zz, yy, loss.code, delta),
                             loss.derivative(zz, yy, delta), rtol=1e-14, atol=1e-15, equal_nan=True)
+            assert_allclose(second_array(zz, yy, loss.code, delta), loss.second(zz, yy, delta),
+                            rtol=1e-14, atol=1e-15, equal_nan=True)
+            parts = loss.parts(zz, yy, delta)
+            assert_allclose(parts[0], loss.value(zz, yy, delta), rtol=1e-14, atol=1e-15,
+                            equal_nan=True)
+
+
+def test_one_registry_unknown_codes_raise_and_the_theory_reads_it():
+    # the theory's loss_parts is the registry's (no second definition); every array form refuses a
+    # code that is not a loss of a scalar prediction, where a last `else` would have meant Huber
+    from mixlinreg.losses import MULTINOMIAL, check_code, derivative_array, second_array, value_array
+    from mixlinreg.theory import constants
+
+    assert constants.LOSSES == tuple(LOSSES)
+    assert get("huber").param == "delta" and get("squared").param is None
+    z, y = np.linspace(-3, 3, 7), np.linspace(1, -1, 7)
+    for name in LOSSES:
+        for a, b in zip(constants.loss_parts(name, z, y, 0.7), get(name).parts(z, y, 0.7)):
+            np.testing.assert_array_equal(a, b)
+    for bad in (3, MULTINOMIAL, -1, 2.0, True, "huber", None):
+        for fn in (value_array, derivative_array, second_array):
+            with pytest.raises(ValueError, match=r"loss code must be one of .*got "):
+                fn(z, y, bad, 1.0)
+    assert check_code(np.int64(2)) == 2
+    with pytest.raises(ValueError, match="loss must be one of"):
+        constants.loss_parts("hinge", z, y)
 
 
 def test_multinomial_array_forms_match_scipy():

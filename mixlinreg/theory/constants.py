@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
+from .. import losses as _losses
 from .._validation import (as_generator, check_array, check_bool, check_choice, check_float,
                            check_int)
 from ..data import draw_responses, draw_rows
@@ -50,7 +51,9 @@ from ..geometry import min_separation
 __all__ = ["LossConstants", "loss_constants", "population_minimizers", "sample_cluster",
            "loss_parts", "squared_analytic", "LOSSES"]
 
-LOSSES = ("squared", "logistic", "huber")
+#: The losses of a scalar prediction (the registry :data:`mixlinreg.losses.LOSSES`, whose
+#: entries carry the constants' assumptions: strongly convex on a ball).
+LOSSES = tuple(_losses.LOSSES)
 METHODS = ("auto", "analytic", "monte_carlo")
 
 
@@ -126,7 +129,9 @@ class LossConstants:
 
 
 def loss_parts(loss, z, y, huber_delta=1.0):
-    """Per-sample loss ``ell(z, y)`` and its first two derivatives in the prediction ``z``.
+    """Per-sample loss ``ell(z, y)`` and its first two derivatives in the prediction ``z``: the
+    registry's array forms (:meth:`mixlinreg.losses.Loss.parts`), so the theory uses the kernel's
+    own formulas.
 
     Parameters
     ----------
@@ -148,30 +153,14 @@ def loss_parts(loss, z, y, huber_delta=1.0):
     [0.25, 1.0, 2.0]
     """
     check_choice("loss", loss, LOSSES)
-    z = np.asarray(z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if loss == "squared":
-        r = z - y
-        return r * r, 2.0 * r, np.full_like(r, 2.0)
-    if loss == "logistic":
-        s = expit(z)
-        return np.logaddexp(0.0, z) - y * z, s - y, s * (1.0 - s)
-    r = y - z
-    a = np.abs(r)
-    inside = a <= huber_delta
-    ell = np.where(inside, 0.5 * r * r, huber_delta * (a - 0.5 * huber_delta))
-    return ell, -np.clip(r, -huber_delta, huber_delta), inside.astype(np.float64)
+    return _losses.get(loss).parts(z, y, huber_delta)
 
 
 def _derivs(loss, z, y, huber_delta):
     """``dell, ddell`` of :func:`loss_parts` without the loss itself (float64 arrays)."""
-    if loss == "squared":
-        return 2.0 * (z - y), np.full_like(z, 2.0)
-    if loss == "logistic":
-        s = expit(z)
-        return s - y, s * (1.0 - s)
-    r = y - z
-    return -np.clip(r, -huber_delta, huber_delta), (np.abs(r) <= huber_delta).astype(np.float64)
+    code = _losses.get(loss).code
+    return (_losses.derivative_array(z, y, code, huber_delta),
+            _losses.second_array(z, y, code, huber_delta))
 
 
 def sample_cluster(loss, theta_star_j, n, *, sigma=None, df=None, rng=None):
