@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
@@ -29,8 +30,12 @@ __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "Emp
            "DataScaleWarning", "use_backend", "current_backend", "BACKENDS"]
 
 
-class ConvergenceWarning(UserWarning):
-    """Issued when every restart diverged, or the kept run did not meet ``tol``."""
+class ConvergenceWarning(_SklearnConvergenceWarning):
+    """Issued when every restart diverged, or the kept run did not meet ``tol``.
+
+    A subclass of scikit-learn's :class:`sklearn.exceptions.ConvergenceWarning`, so a filter
+    written for scikit-learn's estimators (``warnings.simplefilter("ignore",
+    sklearn.exceptions.ConvergenceWarning)``) applies to :class:`IFCA` too."""
 
 
 def kept_run(res, advice):

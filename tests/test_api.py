@@ -113,7 +113,13 @@ def test_estimator_is_reproducible():
 
 
 def test_estimator_all_diverged_warns():
+    from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+
+    # scikit-learn's filters apply: IFCA's warning is a subclass of scikit-learn's
+    assert issubclass(mlr.ConvergenceWarning, SklearnConvergenceWarning)
     mix = mlr.make_mixture(m=10, n=20, d=4, k=2, R=1.0, sigma=0.1, rng=7)
+    with pytest.warns(SklearnConvergenceWarning, match="all 2 runs of IFCA diverged"):
+        mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, rng=8).fit(mix.X, mix.y)
     with pytest.warns(mlr.ConvergenceWarning, match="all 2 runs of IFCA diverged"):
         est = mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, rng=8).fit(mix.X, mix.y)
     assert est.result_.diverged.all()

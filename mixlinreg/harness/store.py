@@ -56,15 +56,6 @@ class DamagedUnitWarning(UserWarning):
 _FILE_MODE = _paths._FILE_MODE
 
 
-def _atomic_write_bytes(path: Path, data: bytes):
-    """Write ``data`` to ``path`` atomically (see :func:`mixlinreg._paths.atomic_write`)."""
-    atomic_write(path, data)
-
-
-def _atomic_write_text(path: Path, text: str):
-    atomic_write(path, text)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -242,7 +233,7 @@ class UnitStore:
     def _write_record(self, unit_id, data: bytes, df):
         rec = dict(unit=unit_id, sha256=_sha256(data), bytes=len(data), rows=int(len(df)),
                    columns=[str(c) for c in df.columns], tag=self.tag)
-        _atomic_write_text(self.record_path(unit_id), json.dumps(rec, indent=1, sort_keys=True))
+        atomic_write(self.record_path(unit_id), json.dumps(rec, indent=1, sort_keys=True))
 
     def _warn(self, unit_id, why):
         key = (unit_id, why)
@@ -297,7 +288,7 @@ class UnitStore:
         if why is not None:
             raise ValueError(f"refusing to store unit {unit_id!r}: {why}")
         data = rows.to_csv(index=False, **to_csv_kw).encode()
-        _atomic_write_bytes(self.path(unit_id), data)
+        atomic_write(self.path(unit_id), data)
         self._write_record(unit_id, data, rows)
 
     # ------------------------------------------------------------------ claims
@@ -444,7 +435,7 @@ class ResultStore:
                 raise RuntimeError(f"{manifest} belongs to another config (hash {have.get('hash')}, "
                                    f"expected {want['hash']}); refusing to mix results")
         else:
-            _atomic_write_text(manifest, json.dumps(want, indent=2, sort_keys=True))
+            atomic_write(manifest, json.dumps(want, indent=2, sort_keys=True))
         short = exp.hash()[:16]
 
         def check(unit_id, df):

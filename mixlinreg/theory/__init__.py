@@ -73,13 +73,13 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
     """
     (study_id,) = _check_ids([study_id])
     preset = canonical_preset(preset)
-    from ..harness.store import _atomic_write_text
+    from .._paths import atomic_write
     from . import studies
     from .study import run
 
     result = run(studies.get(study_id), preset=preset, out=out, store=store, seed=seed,
                  n_jobs=n_jobs, progress=progress)
-    _atomic_write_text(Path(out) / f"{study_id}_{preset}.json", result.to_json())
+    atomic_write(Path(out) / f"{study_id}_{preset}.json", result.to_json())
     return result
 
 

@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_bool
-from ..harness.store import _atomic_write_text
-from ..harness.store import UnitStore, _atomic_write_bytes
-from .._paths import plain_name
+from ..harness.store import UnitStore
+from .._paths import atomic_write, plain_name
+from ..config import PRESETS
 from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
@@ -39,7 +39,6 @@ DIFFER = "results differ"  # some paired interval excludes no change
 UNDETERMINED = "undetermined"  # neither: too few trials to tell
 NOTE_OUTCOMES = (SAME, DIFFER, UNDETERMINED)
 
-PRESETS = ("smoke", "quick", "paper")
 #: former preset names, read as their new ones (records made with them: see report.migrate_records)
 FORMER_PRESETS = {"full": "paper"}
 
@@ -296,10 +295,10 @@ class Context:
         text = df.to_csv(index=False)
         gz = path.with_name(path.name + ".gz")
         if len(text) > GZIP_ABOVE:
-            _atomic_write_bytes(gz, gzip.compress(text.encode(), mtime=0))
+            atomic_write(gz, gzip.compress(text.encode(), mtime=0))
             path.unlink(missing_ok=True)
             return gz
-        _atomic_write_text(path, text)
+        atomic_write(path, text)
         gz.unlink(missing_ok=True)
         return path
 

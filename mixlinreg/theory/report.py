@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..config import PRESETS
 from ._study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, SAME, UNDETERMINED, VERDICTS, StudyResult,
                      canonical_preset)
 
-_ORDER = ("paper", "quick", "smoke")
+_ORDER = tuple(reversed(PRESETS))  # the largest preset's records first
 
 
 def _fmt_cell(v) -> str:
@@ -214,7 +215,7 @@ def refresh_locations(out="figures/checks") -> list:
     import json
 
     from . import STUDIES, location
-    from ..harness.store import _atomic_write_text
+    from .._paths import atomic_write
 
     changed = []
     for path in sorted(Path(out).glob("*.json")):
@@ -224,7 +225,7 @@ def refresh_locations(out="figures/checks") -> list:
         d = json.loads(path.read_text())
         if d.get("location") != location(sid):
             d["location"] = location(sid)
-            _atomic_write_text(path, json.dumps(d, indent=1))
+            atomic_write(path, json.dumps(d, indent=1))
             changed.append(path)
     return changed
 
@@ -242,7 +243,7 @@ def migrate_records(out="figures/checks") -> list:
     import json
 
     from . import STUDIES
-    from ..harness.store import _atomic_write_text
+    from .._paths import atomic_write
 
     out = Path(out)
     moves = []
@@ -268,7 +269,7 @@ def migrate_records(out="figures/checks") -> list:
                     d[key] = str(p.with_name(p.name.replace(f"_{old_name}", f"_{new_name}", 1)))
             if d.get("command"):
                 d["command"] = d["command"].replace(f"--preset {old_name}", f"--preset {new_name}")
-            _atomic_write_text(new, json.dumps(d, indent=1))
+            atomic_write(new, json.dumps(d, indent=1))
             path.unlink()
         else:
             path.rename(new)
@@ -278,7 +279,7 @@ def migrate_records(out="figures/checks") -> list:
 def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:
     """Write ``paper_checks.md`` from the records under ``out`` (see :func:`load_results`)."""
     from . import STUDIES
-    from ..harness.store import _atomic_write_text
+    from .._paths import atomic_write
 
     path = Path(path)
     preset = canonical_preset(preset)
@@ -293,5 +294,5 @@ def write_report(path="paper_checks.md", out="figures/checks", preset="paper", i
     text = render(results, path.parent if str(path.parent) else Path("."), missing, out=out,
                   preset=preset, name=path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(path, text)
+    atomic_write(path, text)
     return path
