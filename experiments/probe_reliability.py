@@ -196,7 +196,7 @@ def cases_flags():
     from mixlinreg.digits import run_digits, softmax_loss_grad
     from mixlinreg.harness import load_config, run_experiment
     from mixlinreg.theory import run_study
-    from mixlinreg.theory._study import Context
+    from mixlinreg.theory.study import Context
     from mixlinreg.theory.constants import loss_constants, population_minimizers
     from mixlinreg.theory.lemma1 import misclassification_probability, worst_placement
 

@@ -291,7 +291,7 @@ def _digits(args):
 
 def _check(args):
     from .theory import STUDIES, run_study, title, write_report
-    from .theory._study import canonical_preset
+    from .theory.study import canonical_preset
 
     args.preset = canonical_preset(args.preset)  # 'full' is the former name of 'paper'
     if args.migrate_records:

@@ -7,7 +7,7 @@ way ``mixlinreg check --preset quick`` does, and checks what every record must h
 import pytest
 
 from mixlinreg.theory import INCONCLUSIVE, STUDIES, VERDICTS, run_study
-from mixlinreg.theory._study import NOTE, NOTE_OUTCOMES
+from mixlinreg.theory.study import NOTE, NOTE_OUTCOMES
 from mixlinreg.theory import studies as records
 
 

@@ -139,7 +139,7 @@ def test_a_note_records_its_outcome_and_may_make_its_own_table(tmp_path, cfg):
     ".csv" table, made from the units' rows, is the study's table."""
     import dataclasses
 
-    from mixlinreg.theory._study import NOTE, SAME, UNDETERMINED
+    from mixlinreg.theory.study import NOTE, SAME, UNDETERMINED
     from mixlinreg.theory.study import MissingInput
 
     def analyze(table, params, rng):

@@ -14,7 +14,7 @@ from mixlinreg.stats import paired_difference
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import d1
 from mixlinreg.theory import figure2 as f2
-from mixlinreg.theory._study import (CAVEAT, DIFFER, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, NOTE,
+from mixlinreg.theory.study import (CAVEAT, DIFFER, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, NOTE,
                                      NOTE_OUTCOMES, SAME, UNDETERMINED)
 
 ROOT = Path(__file__).resolve().parents[1]

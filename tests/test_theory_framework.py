@@ -10,7 +10,7 @@ import pytest
 from mixlinreg.cli import main
 from mixlinreg.theory import STUDIES, run_study, write_report
 from mixlinreg.theory import bounds
-from mixlinreg.theory._study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context,
+from mixlinreg.theory.study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Context,
                                      StudyResult, combine)
 from mixlinreg.theory.report import load_results, markdown_table
 from mixlinreg.stats import (Fit, bootstrap, contraction_factor, loglog_slope, semilog_slope,
@@ -309,7 +309,7 @@ def test_records_keep_tiny_numbers(tmp_path):
 
 
 def test_large_tables_are_gzipped_and_read_back(tmp_path, monkeypatch):
-    import mixlinreg.theory._study as st
+    import mixlinreg.theory.study as st
 
     ctx = Context("T1", preset="quick", out=tmp_path)
     df = pd.DataFrame({"x": np.arange(50.0)})
@@ -324,7 +324,7 @@ def test_large_tables_are_gzipped_and_read_back(tmp_path, monkeypatch):
 
 
 def test_a_note_has_its_own_outcomes(tmp_path):
-    from mixlinreg.theory._study import DIFFER, NOTE, SAME, UNDETERMINED, combine_outcomes
+    from mixlinreg.theory.study import DIFFER, NOTE, SAME, UNDETERMINED, combine_outcomes
 
     kw = dict(id="D1", title="t", claim="q?", location="l", summary="s", numbers=pd.DataFrame())
     r = StudyResult(verdict=DIFFER, kind=NOTE, **kw)
@@ -346,7 +346,7 @@ def test_a_note_has_its_own_outcomes(tmp_path):
 
 
 def test_report_keeps_notes_apart_from_the_verdicts(tmp_path):
-    from mixlinreg.theory._study import DIFFER, NOTE
+    from mixlinreg.theory.study import DIFFER, NOTE
 
     out = tmp_path / "checks"
     for sid, verdict in [("L1", HOLDS), ("T1", NOT_SUPPORTED)]:

@@ -6,7 +6,7 @@ import pytest
 from scipy import integrate, optimize, stats
 
 from mixlinreg.theory import VERDICTS, run_study
-from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory.bounds import lemma1_exponent_form
 from mixlinreg.theory.lemma1 import (_betacf, chernoff_exponent, exponent_from_angles, form_verdict,
                                      log_f_cdf, mc_agreement_verdict, misclassification_probability,

@@ -20,7 +20,7 @@ import mixlinreg as mlr
 from mixlinreg.baselines import oracle
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import linear as L
-from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory.studies import c1, get
 from mixlinreg.theory.studies.t1 import _exp_fit
 from mixlinreg.stats import Fit, linear_slope, loglog_slope

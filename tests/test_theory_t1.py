@@ -11,7 +11,7 @@ import pytest
 
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory import linear as L
-from mixlinreg.theory._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory.lemma1 import misclassification_probability, placement
 from mixlinreg.theory.studies import get
 from mixlinreg.theory.studies import t1

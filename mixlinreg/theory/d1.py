@@ -2,7 +2,7 @@
 
 D1 is not a claim of the paper. It asks whether the text of Section 6.1 (the synthetic figure:
 Figure 3 of the long version, Figure 2 of the NeurIPS version) and the authors' public code describe
-the same experiment, and answers with a note's outcome (:data:`~mixlinreg.theory._study.NOTE_OUTCOMES`:
+the same experiment, and answers with a note's outcome (:data:`~mixlinreg.theory.study.NOTE_OUTCOMES`:
 "same results", "results differ", "undetermined"), never with a paper-claim verdict.
 
 Its study record, :mod:`mixlinreg.theory.studies.d1` (config ``mixlinreg/configs/studies/D1.toml``),
@@ -35,7 +35,7 @@ from scipy.stats import binom
 
 from ..harness.config import load_config
 from ..stats import Fit
-from ._study import (DIFFER, NOTE, SAME, UNDETERMINED, StudyResult, canonical_preset,
+from .study import (DIFFER, NOTE, SAME, UNDETERMINED, StudyResult, canonical_preset,
                      combine_outcomes)
 
 __all__ = ["QUESTION", "FAMILIES", "move_outcome", "sigma_strata", "d1_numbers", "d1_note",

@@ -21,7 +21,7 @@ import pandas as pd
 from scipy.special import comb
 
 from ..stats import Fit, wilson_interval
-from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 __all__ = ["trend_test", "trend_verdict", "ALPHA", "STUDY_TITLES"]
 

@@ -42,7 +42,7 @@ from .._validation import as_generator, check_bool
 from ..data import draw_rows
 from ..stats import Fit, verdict_at_least, verdict_at_most
 from . import bounds
-from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 
 __all__ = ["PLACEMENTS", "residual_eigenvalues", "chernoff_exponent", "log_f_cdf",
            "misclassification_probability", "simulate_misclassification", "placement",

@@ -32,7 +32,7 @@ from .._validation import check_float, check_int
 from ..data import draw_rows
 from ..geometry import simplex_centers  # noqa: F401 (re-exported: the studies' centres)
 from ..stats import Fit, verdict_at_least, verdict_at_most, verdict_equal  # noqa: F401 (Fit: doctests)
-from ._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 __all__ = [
     "simplex_centers", "cluster_labels", "linear_data", "one_step_factor", "stationary_rms",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import PRESETS
-from ._study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, SAME, UNDETERMINED, VERDICTS, StudyResult,
+from .study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, SAME, UNDETERMINED, VERDICTS, StudyResult,
                      canonical_preset)
 
 _ORDER = tuple(reversed(PRESETS))  # the largest preset's records first
@@ -45,7 +45,9 @@ def load_results(out="figures/checks", preset="paper", ids=None) -> dict:
 
     Returns ``{ID: StudyResult}`` in the order of :data:`mixlinreg.theory.STUDIES`.
     """
-    from . import STUDIES
+    from .studies import ids as study_ids
+
+    STUDIES = study_ids()
 
     preset = canonical_preset(preset)
     order = (preset,) + tuple(p for p in _ORDER if p != preset)
@@ -91,7 +93,7 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
     command named in the header, see :func:`report_command`): no clock, no host, so a report remade
     from the same records is the same file.
     """
-    from . import title
+    from .studies import title
 
     presets = sorted({r.preset for r in results.values()})
     records = _rel(str(out), base) or "."
@@ -166,7 +168,7 @@ def _count_line(claims, notes) -> str:
 
 
 def _row(sid, r) -> str:
-    from . import title
+    from .studies import title
 
     secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
     return f"| [{sid}](#{sid.lower()}) | {title(sid)} | **{r.verdict}** | {r.preset} | {secs} |"
@@ -214,7 +216,10 @@ def refresh_locations(out="figures/checks") -> list:
     """
     import json
 
-    from . import STUDIES, location
+    from .studies import ids as study_ids
+    from .studies import location
+
+    STUDIES = study_ids()
     from .._paths import atomic_write
 
     changed = []
@@ -242,7 +247,9 @@ def migrate_records(out="figures/checks") -> list:
     """
     import json
 
-    from . import STUDIES
+    from .studies import ids as study_ids
+
+    STUDIES = study_ids()
     from .._paths import atomic_write
 
     out = Path(out)
@@ -278,7 +285,9 @@ def migrate_records(out="figures/checks") -> list:
 
 def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:
     """Write ``paper_checks.md`` from the records under ``out`` (see :func:`load_results`)."""
-    from . import STUDIES
+    from .studies import ids as study_ids
+
+    STUDIES = study_ids()
     from .._paths import atomic_write
 
     path = Path(path)

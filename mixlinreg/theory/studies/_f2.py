@@ -19,7 +19,7 @@ import pandas as pd
 
 from ...config import Spec
 from ...harness import load_config, success_table
-from .._study import combine
+from ..study import combine
 from ..figure2 import _PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_verdict
 from ..study import Study, Verdict, figure2_store, sensitivity_line
 
@@ -137,7 +137,7 @@ def make_study(panel):
         claim = (f"With k = {k}, the success probability of IFCA rises with the number of machines "
                  "m and with the number of points per machine n.")
     return Study(
-        id=f"F2{panel}", title=STUDY_TITLES[panel], claim=claim,
+        id=f"F2{panel}", order=80 + "abcd".index(panel), title=STUDY_TITLES[panel], claim=claim,
         location=(f"Section 6.1, Figure 3({panel}) of the long version (the synthetic figure); "
                   f"Section 6.1, Figure 2({panel}) of the NeurIPS version"),
         schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ...config import Spec
-from .._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..initialization import (A0_DIRECTIONS, a0_cells, a0_compare_verdict, a0_summary,
                               a0_trial_rows, a0_verdict)
 from ..study import Study, Verdict, sensitivity_line
@@ -439,7 +439,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="A0",
+    id="A0", order=40,
     title="Assumption 1: slightly better than random suffices (k = 2)",
     claim=("For k = 2, IFCA converges from any initialization with "
            "||theta_j^(0) - theta*_j|| <= (1/2 - alpha0) Delta even for small alpha0, i.e. "

@@ -32,7 +32,7 @@ import pandas as pd
 from ...config import Spec
 from ...stats import Fit, bootstrap, linear_slope, loglog_slope, verdict_at_most, verdict_equal
 from .. import bounds
-from .._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, exponent_verdict, linear_data, oracle_rms, oracle_theta,
                       p_exponent_verdict, simplex_centers, stationary_rms)
 from ..study import Study, Verdict, sensitivity_line
@@ -379,7 +379,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="C1",
+    id="C1", order=30,
     title="Corollary 1: error floor and iteration count",
     claim=("With gamma = c1/p, after T = 2 + log(Delta/(4 eps)) resampled IFCA iterations every "
            "||theta_j - theta*_j|| <= eps = c6 (sigma/p) sqrt(d/(m n')) + c7 exp(-c8 "

@@ -27,7 +27,7 @@ from ...config import Spec
 from ...ifca import ifca
 from ...stats import Fit, bootstrap, loglog_slope
 from .. import bounds
-from .._study import CAVEAT, HOLDS, combine
+from ..study import CAVEAT, HOLDS, combine
 from ..convex import (D, K, LOSS_SETUPS, c2_verdicts, constants_piece, draw_cluster_data,
                       init_at_distance, log_allowance, nnls_rate, theta_star_of)
 from ..study import Study, Verdict, sensitivity_line
@@ -369,7 +369,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="C2",
+    id="C2", order=60,
     title="Corollary 2: error O~(1/sqrt(mn) + 1/n)",
     claim=("After T = (8L/(p lambda)) log(2 Delta/eps) iterations of resampled IFCA with step "
            "1/L, every ||theta_hat_j - theta*_j|| <= eps with eps = O~(1/sqrt(m n) + 1/n) in m "

@@ -45,7 +45,7 @@ from ...geometry import min_separation
 from ...harness import load_config, run_unit, success_table, trial_success, unit_seeds
 from ...metrics import success_authors, success_text
 from ...stats import paired_difference, wilson_interval
-from .._study import NOTE, PRESETS
+from ..study import NOTE, PRESETS
 from ..d1 import QUESTION, d1_note, expected_sq_separation
 from ..study import MissingInput, Study, Verdict, figure2_store, sensitivity_line
 
@@ -410,7 +410,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="D1",
+    id="D1", order=90,
     title="Text vs code: conventions of the Figure 2 experiment",
     claim=QUESTION,
     location=("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "

@@ -29,7 +29,7 @@ from scipy import special, stats
 from ...config import Spec
 from ...stats import Fit, _ols_slope, verdict_equal, wilson_interval
 from .. import bounds
-from .._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..lemma1 import (PLACEMENTS, chernoff_exponent, form_verdict, mc_agreement_verdict,
                       misclassification_probability, placement, simulate_misclassification,
                       worst_placement)
@@ -499,7 +499,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="L1",
+    id="L1", order=10,
     title="Lemma 1: misclassification probability",
     claim=("If every model is within (1/2 - alpha) Delta of its truth, a machine of cluster j is "
            "put in cluster j' with probability <= c1 exp(-c2 n' (alpha rho/(rho+1))^2), "

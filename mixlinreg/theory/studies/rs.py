@@ -250,7 +250,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="RS",
+    id="RS", order=70,
     title="Section 6: random initialization with a few restarts",
     claim=("For linear models, random initialization with a few restarts is sufficient to "
            "ensure convergence of IFCA."),

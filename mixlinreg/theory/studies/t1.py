@@ -37,7 +37,7 @@ import pandas as pd
 
 from ...config import Spec
 from ...stats import Fit, bootstrap
-from .._study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
                       t1_allowance, t1_verdict)
 from ..study import Study, Verdict, sensitivity_line
@@ -682,7 +682,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="T1",
+    id="T1", order=20,
     title="Theorem 1: one-step contraction by 1/2",
     claim=("With every model within (1/2 - alpha) Delta of its centre and step gamma = c1/p, one "
            "resampled IFCA step gives ||theta_j^+ - theta*_j|| <= (1/2)||theta_j - theta*_j|| + "

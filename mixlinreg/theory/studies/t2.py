@@ -19,7 +19,7 @@ from ...config import Spec
 from ...ifca import ifca
 from ...stats import Fit, contraction_factor
 from .. import bounds
-from .._study import INCONCLUSIVE, combine
+from ..study import INCONCLUSIVE, combine
 from ..convex import (D, K, LOSS_SETUPS, constants_piece, draw_cluster_data, init_at_distance,
                       t2_verdict, theta_star_of, transient_mask)
 from ..study import Study, Verdict, sensitivity_line
@@ -224,7 +224,7 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="T2",
+    id="T2", order=50,
     title="Theorem 2: contraction 1 - p lambda / (8 L)",
     claim=("With step 1/L and every model within (1/2 - alpha) sqrt(lambda/L) Delta of its "
            "cluster's minimizer, one IFCA step gives ||theta_j^+ - theta*_j|| <= "
