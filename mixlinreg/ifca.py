@@ -237,7 +237,9 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     dtype : numpy.float32 or numpy.float64, optional
         Working precision; default X's dtype if it is float32 or float64, else float64.
     n_threads : int, optional
-        numba threads (default: all). Results do not depend on it.
+        numba threads (default: ``numba.get_num_threads()``, all of numba's pool unless
+        ``numba.set_num_threads`` lowered it, as the harness's workers do). Results do not depend
+        on it.
     rng : None, int, SeedSequence or Generator
         Only used to draw ``participation`` when it is an int.
     backend : {None, "numba", "jax"}, default None
@@ -282,7 +284,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        participation=participation, y_index=y_index, theta_star=theta_star,
                        early_stop=early_stop, tol=tol, diverge_threshold=diverge_threshold,
                        trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng)
-    threads = numba.config.NUMBA_NUM_THREADS if n_threads is None else check_int(
+    threads = numba.get_num_threads() if n_threads is None else check_int(
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
     if backend == "jax":
         return _run_jax(prob)

@@ -36,13 +36,19 @@ def _versions(jax=False):
     return text
 
 
-def unit_seeds(exp, unit):
-    """(data, init) SeedSequences of a unit: children of SeedSequence(seed, spawn_key=group+trial)."""
-    ss = np.random.SeedSequence(exp.protocol["seed"], spawn_key=unit.spawn_key)
+def unit_seeds(exp, unit, seed_sequence=None):
+    """(data, init) SeedSequences of a unit: children of SeedSequence(seed, spawn_key=group+trial)
+    (the runner's seed rule: :meth:`mixlinreg.runner.Workload.seed_sequence` hands it over)."""
+    ss = np.random.SeedSequence(exp.protocol["seed"], spawn_key=unit.spawn_key) \
+        if seed_sequence is None else seed_sequence
+    if tuple(ss.spawn_key) != tuple(unit.spawn_key) or ss.entropy != exp.protocol["seed"]:
+        raise ValueError(f"unit {unit.id}: its seed sequence must be SeedSequence("
+                         f"{exp.protocol['seed']}, spawn_key={unit.spawn_key}), got one with "
+                         f"entropy {ss.entropy} and spawn_key {ss.spawn_key}")
     return ss.spawn(2)
 
 
-def run_unit(exp, unit, n_threads=None, method="auto", kernel=None):
+def run_unit(exp, unit, n_threads=None, method="auto", kernel=None, seed_sequence=None):
     """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
 
     ``method`` is the kernel path and ``kernel`` the backend (``"numba"`` or ``"jax"``, ``None``:
@@ -55,7 +61,7 @@ def run_unit(exp, unit, n_threads=None, method="auto", kernel=None):
     """
     t0 = time.perf_counter()
     p = exp.protocol
-    job = unit_job(exp, unit)
+    job = unit_job(exp, unit, seed_sequence)
     res = ifca(job.X, job.Y, job.init, job.lr, n_iter=p["n_iter"], y_index=job.y_index,
                early_stop=p["early_stop"], tol=p["tol"], dtype=job.X.dtype, n_threads=n_threads,
                method=method, backend=kernel)
@@ -73,11 +79,11 @@ def run_unit(exp, unit, n_threads=None, method="auto", kernel=None):
 UnitJob = namedtuple("UnitJob", "X Y init lr y_index theta_star cells n_init steps")
 
 
-def unit_job(exp, unit):
+def unit_job(exp, unit, seed_sequence=None):
     """Draw the unit's trial and lay out its runs (order: cell, initialization, step size)."""
     p = exp.protocol
     dtype = np.dtype(p["dtype"])
-    data_ss, init_ss = unit_seeds(exp, unit)
+    data_ss, init_ss = unit_seeds(exp, unit, seed_sequence)
     trial = draw_trial(unit.m, unit.n, unit.d, unit.k, rng=np.random.default_rng(data_ss), dtype=dtype)
     cells = unit.cells
     Rs = [(R, s) for R, s, _ in cells]

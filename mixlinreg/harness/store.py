@@ -115,6 +115,9 @@ class UnitStore:
         without a record); returns why it fails, or ``None``.
     read_kw : dict, optional
         Keyword arguments for :func:`pandas.read_csv` when a unit is read.
+    legacy_tags : sequence
+        Tags of records written before ``tag`` was recorded (``None``) that are still accepted: the
+        folder's name already carries the config's hash.
     stale_after : float
         Seconds after which a lock of another host counts as stale.
     """
@@ -124,10 +127,11 @@ class UnitStore:
     LOCK = ".lock"
 
     def __init__(self, folder, *, tag=None, columns=None, legacy_columns=(), rows=None, check=None,
-                 read_kw=None, stale_after=STALE_AFTER):
+                 read_kw=None, stale_after=STALE_AFTER, legacy_tags=()):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.tag = tag
+        self.legacy_tags = tuple(legacy_tags)
         self.columns = None if columns is None else list(columns)
         self._layouts = [] if columns is None else [self.columns] + [list(c) for c in legacy_columns]
         self.rows = rows
@@ -216,7 +220,8 @@ class UnitStore:
             if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):
                 return (f"its content does not match its checksum record ({len(data)} bytes, "
                         f"{rec.get('bytes')} recorded)")
-            if self.tag is not None and rec.get("tag") != self.tag:
+            if self.tag is not None and rec.get("tag") != self.tag \
+                    and rec.get("tag") not in self.legacy_tags:
                 return f"it belongs to another config (tag {rec.get('tag')!r}, expected {self.tag!r})"
             if self.columns is not None and rec.get("columns") not in self._layouts:
                 return f"columns {rec.get('columns')} instead of {self.columns}"

@@ -1,41 +1,17 @@
-"""Run an experiment's units in parallel (joblib: loky processes, or an existing Dask cluster)."""
+"""A Figure 2 panel on the one runner (:mod:`mixlinreg.runner`): loky processes, an existing Dask
+cluster, or (JAX on a GPU) threads."""
 
 from __future__ import annotations
 
 import resource
-import time
+from functools import partial
 
 from .. import _config
-from .._env import numba_threads, usable_cores
+from .._env import usable_cores
 from .._validation import check_bool
+from ..runner import Workload, check_backend, run
 from .run import run_unit
 from .store import ResultStore
-
-
-def _work(exp, unit, store_path_parent, threads, method="auto", kernel=None, pin_blas=True):
-    """Worker: claim the unit, pin BLAS/numba threads, run it, write it to the store, report.
-
-    A unit claimed by another process (or finished by one meanwhile) is skipped: the info says
-    ``skipped="claimed"`` or ``"done"``.
-    """
-    from threadpoolctl import threadpool_limits
-
-    store = ResultStore(store_path_parent, exp)
-    if not store.units.claim(unit.id):
-        return dict(unit=unit.id, skipped="claimed")
-    try:
-        if store.units.is_done(unit.id, warn=False):
-            return dict(unit=unit.id, skipped="done")
-        store.units.set_aside(unit.id)  # a damaged file is kept aside, never deleted
-        if pin_blas:  # (threads of one process share the limit: their caller sets it once)
-            with threadpool_limits(limits=1):
-                rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
-        else:
-            rows, info = run_unit(exp, unit, n_threads=threads, method=method, kernel=kernel)
-        store.write(unit.id, rows)
-    finally:
-        store.units.release(unit.id)
-    return info
 
 
 def _jax_workers():
@@ -49,41 +25,29 @@ def _jax_workers():
     return max(1, min(usable_cores(), _config.JAX_WORKERS))
 
 
-def _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
-    """Yield the workers' infos for the units ``todo`` (in completion order)."""
-    import joblib
+def _compute(exp, method, kernel, unit_id, seed_sequence):
+    """One unit of a Figure 2 panel, for the runner (numba threads: the worker's setting)."""
+    return run_unit(exp, exp.unit(unit_id), method=method, kernel=kernel,
+                    seed_sequence=seed_sequence)
 
-    workers = 1
-    if kernel == "jax" and (backend == "sequential" or (backend == "loky" and n_jobs == 1)):
-        workers = _jax_workers()
-    if workers > 1:
-        from concurrent.futures import ThreadPoolExecutor, as_completed
 
-        from threadpoolctl import threadpool_limits
+def _seed_key(exp, unit_id):
+    return exp.unit(unit_id).spawn_key
 
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:
-            with threadpool_limits(limits=1):
-                futures = [pool.submit(_work, exp, u, store.path.parent, threads, method, kernel,
-                                       False) for u in todo]
-                for fut in as_completed(futures):
-                    yield fut.result()
-        finally:  # on an error or Ctrl-C, units not started are not started
-            pool.shutdown(wait=True, cancel_futures=True)
-        return
-    if backend == "sequential" or (backend == "loky" and n_jobs == 1):
-        for u in todo:
-            yield _work(exp, u, store.path.parent, threads, method, kernel)
-        return
-    tasks = (joblib.delayed(_work)(exp, u, store.path.parent, threads, method, kernel) for u in todo)
-    if backend == "dask":
-        cfg = joblib.parallel_config(backend="dask")
-    else:
-        cfg = joblib.parallel_config(backend="loky", inner_max_num_threads=threads)
-    with cfg:
-        par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
-                              return_as="generator_unordered")
-        yield from par(tasks)
+
+def _open_store(exp, root, clean):
+    return ResultStore(root, exp, clean=clean).units
+
+
+def workload(exp, *, method="auto", kernel="numba"):
+    """A Figure 2 panel as a :class:`~mixlinreg.runner.Workload`: one unit per trial of each
+    (m, n, d, k) group, seeded by ``SeedSequence(protocol seed, spawn_key=(m, n, d, k, trial))``,
+    stored in ``<root>/<panel>-<preset>-<hash>/units`` (:class:`~mixlinreg.harness.store.ResultStore`)."""
+    return Workload(name=exp.name, preset=exp.preset, key=exp.canonical(),
+                    units=tuple(u.id for u in exp.units()),
+                    compute=partial(_compute, exp, method, kernel), seed=exp.protocol["seed"],
+                    seed_key=partial(_seed_key, exp), open_store=partial(_open_store, exp),
+                    to_csv_kw=dict(float_format="%.17g"))
 
 
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
@@ -111,22 +75,12 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     (waiting, polling every ``poll`` seconds, for units other processes are computing; a unit whose
     process died is taken over). A damaged unit file is set aside and recomputed.
     """
-    from tqdm.auto import tqdm
-
     progress = check_bool("progress", progress)
-    store = ResultStore(out_dir, exp, clean=True)
-    done = store.done()
-    units = exp.units()
-    todo = [u for u in units if u.id not in done]
-    if max_units is not None:
-        todo = todo[:max_units]
-    if backend not in ("loky", "dask", "sequential"):
-        raise ValueError(f"backend must be 'loky', 'dask' or 'sequential', got {backend!r}")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    n_jobs = check_backend(n_jobs, backend)
     from ..ifca import _resolve_backend, check_jax_method
 
     kernel = _resolve_backend(kernel)
+    workers = 1
     if kernel == "jax":
         from .._jax import import_jax
 
@@ -135,61 +89,26 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
         if backend == "loky" and n_jobs > 1:
             raise ValueError(f"n_jobs must be 1 with kernel='jax' (the units run in this process on "
                              f"JAX's device; worker processes would each claim it), got {n_jobs}")
-    if backend == "loky":  # never more local workers than usable cores or units to run
-        n_jobs = max(1, min(n_jobs, usable_cores(), len(todo)))
-    threads = numba_threads(n_jobs) if backend != "dask" else 1
-    t0 = time.perf_counter()
-    infos = []
-    by_others = set()
-    bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
-               desc=f"{exp.name}/{exp.preset}", disable=not progress)
-    client = None
-    try:
-        if backend == "dask" and todo:
-            from dask.distributed import Client
-
-            client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
-        while todo:
-            waiting = []
-            for info in _run_units(exp, todo, store, threads, n_jobs, backend, method, kernel):
-                if info.get("skipped") == "claimed":
-                    waiting.append(info["unit"])
-                    continue
-                if info.get("skipped") == "done":
-                    by_others.add(info["unit"])
-                else:
-                    infos.append(info)
-                bar.update(1)
-            # units claimed by another live process: wait for them, or take them over if it dies
-            todo = [u for u in todo if u.id in waiting]
-            while todo:
-                time.sleep(poll)
-                finished = {u.id for u in todo if store.units.is_done(u.id, warn=False)}
-                by_others |= finished
-                bar.update(len(finished))
-                todo = [u for u in todo if u.id not in finished]
-                if any(store.units.holder(u.id) is None for u in todo):
-                    todo = [u for u in todo if store.units.holder(u.id) is None]
-                    break
-    finally:
-        bar.close()
-        if client is not None and not (scheduler is not None and client is scheduler):
-            client.close()
-    elapsed = time.perf_counter() - t0
+        if backend in ("loky", "sequential"):
+            workers = _jax_workers()
+    _, s = run(workload(exp, method=method, kernel=kernel), out_dir, n_jobs=n_jobs,
+               backend=backend, scheduler=scheduler, progress=progress, max_units=max_units,
+               poll=poll, thread_workers=workers, collect=False)
+    infos = s["infos"]
     peak = max([i["peak_rss_mb"] for i in infos] +
                [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
-    summary = dict(experiment=exp.name, preset=exp.preset, seconds=elapsed,
-                   units_run=len(infos), units_total=len(units),
-                   units_skipped=sum(u.id in done for u in units),
-                   units_by_others=len(by_others),
+    summary = dict(experiment=exp.name, preset=exp.preset, seconds=s["seconds"],
+                   units_run=s["units_run"], units_total=s["units_total"],
+                   units_skipped=s["units_skipped"], units_by_others=s["units_by_others"],
                    runs=sum(i["runs"] for i in infos), diverged=sum(i["diverged"] for i in infos),
                    iterations=sum(i["iterations"] for i in infos), peak_rss_mb=peak,
-                   n_jobs=n_jobs, threads_per_job=threads, backend=backend, kernel=kernel)
+                   n_jobs=s["n_jobs"], threads_per_job=s["threads_per_job"], backend=backend,
+                   kernel=kernel)
     if kernel == "jax":
         from .._jax import device_info
 
         summary["device"] = device_info()
-    return store, summary
+    return ResultStore(out_dir, exp), summary
 
 
 def format_summary(s):

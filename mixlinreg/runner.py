@@ -1,0 +1,353 @@
+"""One runner for every workload: units -> a resumable, claimable store -> rows.
+
+A workload is a record (:class:`Workload`): its name and preset, the values that can change a
+result (``key``), its units (plain names, in table order) and how one unit computes its rows
+(``compute(unit, seed_sequence)``). :func:`run` computes the units the store does not hold yet and
+returns every unit's rows. What it does is the same for every workload (the Figure 2 panels, the
+theory studies, ``compare`` and ``digits``):
+
+* **one seed rule**: unit ``u`` gets ``SeedSequence(workload.seed, spawn_key=workload.seed_key(u))``,
+  keyed by names or the unit's coordinates, never by its position or the worker that runs it;
+* **one store-key recipe**: the store folder is ``<root>/<name>-<preset>-<h>`` with ``h`` the first
+  12 hex digits of the SHA-256 of ``key`` as compact, sorted JSON (:func:`store_key`); every unit
+  file carries a checksum record tagged with the whole hash, so a unit of another config is
+  never counted as done;
+* **claims**: a unit is claimed (a lock file) before it is computed, so several processes (or
+  machines sharing a folder) can run one workload at once without computing a unit twice; units
+  claimed by another live process are waited for, and taken over if it dies;
+* **where**: ``backend="loky"`` (``n_jobs`` local processes, each with ``cores // n_jobs`` numba
+  threads and single-threaded BLAS), ``"dask"`` (an existing cluster: ``scheduler`` is its address
+  or a ``dask.distributed.Client``) or ``"sequential"``; results do not depend on any of it;
+* **progress**: one tqdm bar per workload.
+
+A workload that reads another's results declares them in ``reads`` (a study of a Figure 2 panel
+reads that panel's store); :func:`run` checks them before any work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ._paths import inside, plain_name
+from ._validation import check_bool
+
+__all__ = ["Workload", "run", "store_key", "BACKENDS"]
+
+#: where units can run
+BACKENDS = ("loky", "dask", "sequential")
+
+
+def _plain(obj):
+    """JSON for the values a key may hold (numpy scalars and arrays, paths)."""
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"a workload key must hold plain values, got {type(obj).__name__}")
+
+
+def store_key(name: str, preset: str, key: dict) -> tuple:
+    """``(folder name, tag)`` of a workload's store: ``<name>-<preset>-<first 12 of tag>``, the tag
+    being the SHA-256 of ``key`` as compact JSON with sorted keys.
+
+    >>> store_key("demo", "smoke", {"a": 1})[0]
+    'demo-smoke-015abd7f5cc5'
+    """
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=_plain)
+    tag = hashlib.sha256(blob.encode()).hexdigest()
+    return f"{plain_name('workload name', name)}-{plain_name('preset', preset)}-{tag[:12]}", tag
+
+
+def name_key(workload_name: str, unit: str) -> tuple:
+    """The default seed key of a unit: ``(crc32(workload name), crc32(unit name))``."""
+    return (zlib.crc32(workload_name.encode()), zlib.crc32(unit.encode()))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload as a record.
+
+    Attributes
+    ----------
+    name, preset : str
+        Plain names; with ``key`` they name the store folder (:func:`store_key`).
+    key : dict
+        Everything that can change a result (config values, root seed), as plain JSON values.
+    units : tuple of str
+        The units' names, in the order of the table (plain names, unique).
+    compute : callable
+        ``compute(unit, seed_sequence) -> DataFrame`` or ``(DataFrame, info dict)``; must be
+        picklable (a module-level function, or a :func:`functools.partial` of one) to run in
+        worker processes or on a Dask cluster.
+    seed : int
+        The root seed of the seed rule.
+    seed_key : callable, optional
+        ``seed_key(unit) -> tuple of int``; default :func:`name_key` of the workload's name.
+    open_store : callable, optional
+        ``open_store(root, clean) -> UnitStore`` for a workload whose store checks more (the Figure
+        2 panels: columns, row counts, a manifest); default a :class:`~mixlinreg.harness.store.UnitStore`
+        at ``<root>/<folder>`` tagged with the key's hash.
+    to_csv_kw : dict
+        How rows are written (``float_format="%.17g"`` keeps every bit of a float64).
+    reads : tuple of callables
+        Inputs from other workloads' stores, each ``check() -> None`` raising a
+        ``FileNotFoundError`` that names the command that makes them.
+    """
+
+    name: str
+    preset: str
+    key: dict
+    units: tuple
+    compute: Callable
+    seed: int = 0
+    seed_key: Callable | None = None
+    open_store: Callable | None = None
+    to_csv_kw: dict = field(default_factory=dict)
+    reads: tuple = ()
+
+    def __post_init__(self):
+        plain_name("workload name", self.name)
+        plain_name("preset", self.preset)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        names = list(self.units)
+        for u in names:
+            plain_name(f"workload {self.name}: unit name", u)
+        if len(set(names)) != len(names):
+            raise ValueError(f"workload {self.name}: unit names must be unique")
+
+    @property
+    def folder(self) -> str:
+        return store_key(self.name, self.preset, self.key)[0]
+
+    @property
+    def tag(self) -> str:
+        return store_key(self.name, self.preset, self.key)[1]
+
+    def seed_sequence(self, unit: str) -> np.random.SeedSequence:
+        """The unit's SeedSequence: the one seed rule."""
+        key = self.seed_key(unit) if self.seed_key is not None else name_key(self.name, unit)
+        return np.random.SeedSequence(int(self.seed), spawn_key=tuple(int(k) for k in key))
+
+    def store(self, root, *, clean=False):
+        """The workload's store under ``root`` (created)."""
+        if self.open_store is not None:
+            return self.open_store(root, clean)
+        from .harness.store import UnitStore, clean_temporary_files
+
+        folder = inside(root, Path(root) / self.folder)
+        store = UnitStore(folder, tag=self.tag, legacy_tags=(None,))
+        if clean:
+            clean_temporary_files(folder)
+        return store
+
+    def compute_unit(self, unit: str):
+        """``(rows, info)`` of one unit, computed here."""
+        t0 = time.perf_counter()
+        out = self.compute(unit, self.seed_sequence(unit))
+        rows, info = out if isinstance(out, tuple) else (out, {})
+        if not isinstance(rows, pd.DataFrame):
+            raise TypeError(f"workload {self.name}: unit {unit!r} must return a pandas DataFrame, "
+                            f"got {type(rows).__name__}")
+        info = dict(info)
+        info.setdefault("unit", unit)
+        info.setdefault("seconds", time.perf_counter() - t0)
+        info.setdefault("peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+        return rows, info
+
+
+def _work(workload, root, unit, threads, pin_blas=True):
+    """Worker: claim the unit, run it with ``threads`` numba threads (BLAS single-threaded unless
+    the caller pinned it), write it to the store, report. A unit claimed by another process (or
+    finished by one meanwhile) is skipped: the info says ``skipped="claimed"`` or ``"done"``."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    store = workload.store(root)
+    if not store.claim(unit):
+        return dict(unit=unit, skipped="claimed")
+    try:
+        if store.is_done(unit, warn=False):
+            return dict(unit=unit, skipped="done")
+        store.set_aside(unit)  # a damaged file is kept aside, never deleted
+        before = numba.get_num_threads()
+        numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+        try:
+            if pin_blas:
+                with threadpool_limits(limits=1):
+                    rows, info = workload.compute_unit(unit)
+            else:
+                rows, info = workload.compute_unit(unit)
+        finally:
+            numba.set_num_threads(before)
+        store.write(unit, rows, **workload.to_csv_kw)
+    finally:
+        store.release(unit)
+    return info
+
+
+def _in_memory(workload, unit, threads):
+    """Worker without a store: the unit's rows and info."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        rows, info = workload.compute_unit(unit)
+    info["rows"] = rows
+    return info
+
+
+def _dispatch(fn, items, n_jobs, backend, threads, thread_workers=1):
+    """Yield ``fn(item)``'s results in completion order on the chosen backend."""
+    import joblib
+
+    if thread_workers > 1:  # e.g. JAX on a GPU: several units at once, in threads of this process
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from threadpoolctl import threadpool_limits
+
+        pool = ThreadPoolExecutor(max_workers=thread_workers)
+        try:
+            with threadpool_limits(limits=1):
+                futures = [pool.submit(fn, it, True) for it in items]
+                for fut in as_completed(futures):
+                    yield fut.result()
+        finally:  # on an error or Ctrl-C, units not started are not started
+            pool.shutdown(wait=True, cancel_futures=True)
+        return
+    if backend == "sequential" or (backend == "loky" and n_jobs == 1):
+        for it in items:
+            yield fn(it)
+        return
+    tasks = (joblib.delayed(fn)(it) for it in items)
+    if backend == "dask":
+        cfg = joblib.parallel_config(backend="dask")
+    else:
+        cfg = joblib.parallel_config(backend="loky", inner_max_num_threads=threads)
+    with cfg:
+        par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
+                              return_as="generator_unordered")
+        yield from par(tasks)
+
+
+class _Call:
+    """A picklable ``item -> worker(workload, ..., item, ...)`` for joblib and Dask."""
+
+    def __init__(self, worker, *args, **kw):
+        self.worker, self.args, self.kw = worker, args, kw
+
+    def __call__(self, item, in_thread=False):
+        if self.worker is _work:
+            workload, root, threads = self.args
+            return _work(workload, root, item, threads, pin_blas=not in_thread)
+        workload, threads = self.args
+        return _in_memory(workload, item, threads)
+
+
+def check_backend(n_jobs, backend):
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {list(BACKENDS)}, got {backend!r}")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
+    return int(n_jobs)
+
+
+def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=None, progress=False,
+        max_units=None, poll=2.0, thread_workers=1, desc=None, collect=True):
+    """Compute the units of ``workload`` that its store under ``root`` does not hold yet.
+
+    Returns ``(rows, summary)``: ``{unit: DataFrame}`` of every unit, in ``workload.units`` order
+    (read back from the store, so the types are the same whether a unit was computed now or
+    earlier; with ``root=None`` nothing is stored and every unit is computed), and a summary
+    (``units_run``, ``units_skipped``, ``units_by_others``, ``units_total``, ``seconds``,
+    ``n_jobs``, ``threads_per_job``, ``backend`` and the units' ``infos``). ``max_units`` stops
+    after that many new units (for sampling or tests; the rows then hold only finished units).
+    ``collect=False`` returns ``None`` for the rows (a caller that reads its store itself);
+    ``thread_workers > 1`` runs that many units at once in threads of this process (JAX on a GPU).
+    """
+    from tqdm.auto import tqdm
+
+    from ._env import numba_threads, usable_cores
+
+    progress = check_bool("progress", progress)
+    n_jobs = check_backend(n_jobs, backend)
+    for check in workload.reads:
+        check()
+    units = list(workload.units)
+    store = None if root is None else workload.store(root, clean=True)
+    done = set() if store is None else {u for u in units if store.is_done(u)}
+    todo = [u for u in units if u not in done]
+    if max_units is not None:
+        todo = todo[:max_units]
+    if backend == "loky":  # never more local workers than usable cores or units to run
+        n_jobs = max(1, min(n_jobs, usable_cores(), max(1, len(todo))))
+    threads = numba_threads(n_jobs) if backend != "dask" else 1
+    t0 = time.perf_counter()
+    infos, by_others, fresh = [], set(), {}
+    bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
+               desc=desc or f"{workload.name}/{workload.preset}", disable=not progress)
+    client = None
+    try:
+        if backend == "dask" and todo:
+            from dask.distributed import Client
+
+            client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+        if store is None:
+            for info in _dispatch(_Call(_in_memory, workload, threads), todo, n_jobs, backend,
+                                  threads, thread_workers):
+                fresh[info["unit"]] = info.pop("rows")
+                infos.append(info)
+                bar.update(1)
+            todo = []
+        while todo:
+            waiting = []
+            for info in _dispatch(_Call(_work, workload, root, threads), todo, n_jobs, backend,
+                                  threads, thread_workers):
+                if info.get("skipped") == "claimed":
+                    waiting.append(info["unit"])
+                    continue
+                if info.get("skipped") == "done":
+                    by_others.add(info["unit"])
+                else:
+                    infos.append(info)
+                bar.update(1)
+            # units claimed by another live process: wait for them, or take them over if it dies
+            todo = [u for u in todo if u in waiting]
+            while todo:
+                time.sleep(poll)
+                finished = {u for u in todo if store.is_done(u, warn=False)}
+                by_others |= finished
+                bar.update(len(finished))
+                todo = [u for u in todo if u not in finished]
+                if any(store.holder(u) is None for u in todo):
+                    todo = [u for u in todo if store.holder(u) is None]
+                    break
+    finally:
+        bar.close()
+        if client is not None and not (scheduler is not None and client is scheduler):
+            client.close()
+    if not collect:
+        rows = None
+    elif store is None:
+        rows = {u: fresh[u] for u in units if u in fresh}
+    else:
+        rows = {u: store.read(u) for u in units if store.is_done(u, warn=False)}
+    summary = dict(workload=workload.name, preset=workload.preset,
+                   seconds=time.perf_counter() - t0, units_run=len(infos),
+                   units_total=len(units), units_skipped=len(done), units_by_others=len(by_others),
+                   n_jobs=n_jobs, threads_per_job=threads, backend=backend, infos=infos,
+                   store=None if store is None else str(store.folder))
+    return rows, summary
