@@ -133,6 +133,7 @@ def _reproduce(args):
 
     from ._paths import output_dir
 
+    _where(args)  # a --scheduler without --backend dask is refused, not ignored
     output_dir(args.out, "--out")  # before any work
     figures = args.out if args.figures is None else output_dir(args.figures, "--figures")
     if args.config is not None:
@@ -255,6 +256,7 @@ def _compare(args):
 
     from .compare import METHODS, load_preset, run_compare, write_outputs
 
+    where = _where(args)
     store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
     built, proto = load_preset(args.preset)  # mixlinreg/configs/compare.toml
@@ -262,7 +264,7 @@ def _compare(args):
     total = len(built) * n_seeds * len(METHODS)
     with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
         rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
-                           progress=lambda row: bar.update(1))
+                           progress=lambda row: bar.update(1), **where)
     summary, md, paths = write_outputs(rows, args.out, args.preset)
     print(md)
     elapsed = time.perf_counter() - t0
@@ -313,6 +315,7 @@ def _check(args):
 
     from ._paths import output_file
 
+    where = _where(args)
     store = _out_and_store(args, args.out, skip_store=args.report_only)  # before any work
     if args.write:
         output_file(args.write, "--write")
@@ -326,7 +329,7 @@ def _check(args):
             bar.write(f"[{sid}] {title(sid)} ...")
             with use_backend(_kernel(args)):
                 r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
-                              n_jobs=args.n_jobs, progress=not args.no_progress)
+                              progress=not args.no_progress, **where)
             bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
                       f"{r.summary.strip().splitlines()[0]}")
         bar.close()
@@ -335,6 +338,25 @@ def _check(args):
         print(f"wrote {path}")
     print(f"check: {len(ids)} studies in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _add_where(parser, n_jobs_help=None):
+    """``--n-jobs`` (when ``n_jobs_help``), ``--backend`` and ``--scheduler``: where the units run
+    (:func:`mixlinreg.runner.run`)."""
+    if n_jobs_help:
+        parser.add_argument("--n-jobs", type=positive_int, default=1, help=n_jobs_help)
+    parser.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"),
+                        help="how units are run: loky worker processes, a Dask cluster, or in "
+                             "this process [loky]")
+    parser.add_argument("--scheduler", default=None,
+                        help="Dask scheduler address for --backend dask (none: a local cluster)")
+
+
+def _where(args):
+    """Refuse a ``--scheduler`` that would be ignored."""
+    if args.scheduler is not None and args.backend != "dask":
+        raise ValueError(f"--scheduler is only used with --backend dask, got --backend {args.backend}")
+    return dict(n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler)
 
 
 def _add_kernel(parser):
@@ -443,8 +465,7 @@ def build_parser():
                    "unless --store) [results/checks]",
                    "resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
-    t.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes where a study "
-                   "can use them [1]")
+    _add_where(t, "worker processes for a study's units [1]")
     t.add_argument("--write", default=None, metavar="PATH",
                    help="write the report (e.g. paper_checks.md) from the records in --out")
     t.add_argument("--report-only", action="store_true",
@@ -513,6 +534,7 @@ def build_parser():
                         "defined in mixlinreg/configs/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
+    _add_where(c, "worker processes (loky), one (scenario, seed) unit each [1]")
     _add_out_store(c, "results/compare", "folder for everything this command makes [results/compare]",
                    "resumable per-(scenario, seed) rows; a rerun skips finished ones [OUT/store]")
     c.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -53,6 +53,7 @@ import time
 import warnings
 import zlib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -320,12 +321,15 @@ def _warm_up():
 
 
 def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, progress=None,
-                store=None):
+                store=None, n_jobs=1, backend="loky", scheduler=None):
     """Run every method on every scenario and data seed; returns the rows (a DataFrame).
 
-    ``store``: a folder for resumable results (one checksummed unit per scenario and data seed, see
-    :class:`mixlinreg.harness.store.UnitStore`); a rerun reads finished units back instead of
-    recomputing them, and several processes can share it. ``None`` keeps nothing.
+    The work runs on the one runner (:func:`mixlinreg.runner.run`), one unit per scenario and data
+    seed: ``store`` is a folder for resumable results (checksummed units, claimable by several
+    processes; a rerun reads finished units back instead of recomputing them; ``None`` keeps
+    nothing), ``n_jobs`` local worker processes, or ``backend="dask"`` with ``scheduler`` (an
+    address or a ``dask.distributed.Client``). The rows do not depend on any of it. ``progress``:
+    a callable, called once per row (fit) as units finish, or a bool (a progress bar of units).
     """
     check_choice("preset", preset, PRESETS)
     built, proto = load_preset(preset)
@@ -333,63 +337,82 @@ def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, pro
         scenario_list = built
     if n_seeds is not None:
         proto["n_seeds"] = check_int("n_seeds", n_seeds, low=1)
-    from threadpoolctl import threadpool_limits
+    from .runner import run
 
-    units = None
-    if store is not None:
-        from ._paths import plain_name
-        from .harness.store import UnitStore
-
-        plain_name("preset", preset)
-        key = {"preset": preset, "seed": int(seed),
-               "protocol": {k: v for k, v in proto.items() if k != "n_seeds"},
-               "scenarios": [sc.as_dict() for sc in scenario_list]}
-        h = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-        units = UnitStore(Path(store) / f"compare-{preset}-{h[:12]}", tag=h, columns=ROW_COLUMNS)
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _run(scenario_list, proto, seed, progress, units)
+    wl = workload(preset, scenario_list, proto, seed)
+    on_unit = None
+    if callable(progress):
+        def on_unit(unit, info, fits=len(METHODS)):
+            for _ in range(fits):
+                progress(unit)
+    rows, _ = run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                  progress=bool(progress) and not callable(progress), on_unit=on_unit,
+                  desc=f"compare/{preset}")
+    if not rows:
+        return pd.DataFrame(columns=ROW_COLUMNS)
+    df = pd.concat(list(rows.values()), ignore_index=True)[ROW_COLUMNS]
+    for col in ("status", "note"):
+        df[col] = df[col].fillna("").astype(str)
+    return df
 
 
 def _key(name):
     return zlib.crc32(name.encode())
 
 
-def _run(scenario_list, proto, seed, progress, units=None):
-    warmed = []
-    frames = []
-    for si, sc in enumerate(scenario_list):
-        for s in range(proto["n_seeds"]):
-            def compute(si=si, sc=sc, s=s):
-                if not warmed:
-                    _warm_up()
-                    warmed.append(True)
-                # streams keyed by names (scenario, method), never by position in a list
-                data_ss = np.random.SeedSequence(seed, spawn_key=(_key(sc.name), s))
-                mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
-                                   theta_scale=sc.theta_scale,
-                                   sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
-                rows = []
-                for j, name in enumerate(METHODS):
-                    ss = np.random.SeedSequence(seed, spawn_key=(_key(sc.name), s, _key(name)))
-                    row = _run_one(name, METHODS[name], mix, sc, proto, ss)
-                    row.update(scenario=sc.name, seed=s, method=name, k_true=sc.k_true, k_fit=sc.k)
-                    rows.append(row)
-                return pd.DataFrame(rows, columns=ROW_COLUMNS)
+def workload(preset, scenario_list, proto, seed=0):
+    """``compare`` as a :class:`~mixlinreg.runner.Workload`: one unit ``<scenario>_s<seed>`` per
+    scenario and data seed, seeded by ``SeedSequence(seed, spawn_key=(crc32(scenario), s))`` (each
+    method's stream extends that key by ``crc32(method)``). The store key holds the preset, the
+    root seed, the protocol without ``n_seeds`` and the scenarios, so more seeds reuse the
+    finished ones."""
+    from .runner import Workload
 
-            if units is None:
-                df = compute()
-            else:  # written as soon as it is finished; read back on a rerun
-                df, _ = units.get_or_compute(f"{sc.name}_s{s:04d}", compute,
-                                             to_csv_kw=dict(float_format="%.17g"))
-                for col in ("status", "note"):
-                    df[col] = df[col].fillna("").astype(str)
-            frames.append(df)
-            if progress:
-                for row in df.to_dict("records"):
-                    progress(row)
-    if not frames:
-        return pd.DataFrame(columns=ROW_COLUMNS)
-    return pd.concat(frames, ignore_index=True)[ROW_COLUMNS]
+    key = {"preset": preset, "seed": int(seed),
+           "protocol": {k: v for k, v in proto.items() if k != "n_seeds"},
+           "scenarios": [sc.as_dict() for sc in scenario_list]}
+    units, by_unit = [], {}
+    for sc in scenario_list:
+        for s in range(proto["n_seeds"]):
+            units.append(f"{sc.name}_s{s:04d}")
+            by_unit[units[-1]] = (sc, s)
+    former = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    return Workload(name="compare", preset=preset, key=key, units=tuple(units),
+                    compute=partial(_compute_unit, by_unit, proto),
+                    seed=int(seed), seed_key=partial(_seed_key, by_unit),
+                    to_csv_kw=dict(float_format="%.17g"),
+                    former=((f"compare-{preset}-{former[:12]}", former),))
+
+
+def _seed_key(by_unit, unit):
+    sc, s = by_unit[unit]
+    return (_key(sc.name), s)
+
+
+_WARMED = []
+
+
+def _compute_unit(by_unit, proto, unit, data_ss):
+    """Every method on one scenario and data seed (BLAS single-threaded: the runner's workers)."""
+    from threadpoolctl import threadpool_limits
+
+    if not _WARMED:
+        _warm_up()
+        _WARMED.append(True)
+    sc, s = by_unit[unit]
+    with threadpool_limits(limits=1, user_api="blas"):
+        mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
+                           theta_scale=sc.theta_scale,
+                           sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
+        rows = []
+        for name in METHODS:
+            # streams keyed by names (scenario, method), never by position in a list
+            ss = np.random.SeedSequence(data_ss.entropy, spawn_key=tuple(data_ss.spawn_key)
+                                        + (_key(name),))
+            row = _run_one(name, METHODS[name], mix, sc, proto, ss)
+            row.update(scenario=sc.name, seed=s, method=name, k_true=sc.k_true, k_fit=sc.k)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
 
 
 #: how the 95% intervals of the comparison tables are computed (said in every table)

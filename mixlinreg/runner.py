@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import resource
 import time
 import zlib
@@ -45,10 +46,13 @@ __all__ = ["Workload", "run", "store_key", "BACKENDS"]
 
 #: where units can run
 BACKENDS = ("loky", "dask", "sequential")
+_UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 
 
 def _plain(obj):
     """JSON for the values a key may hold (numpy scalars and arrays, paths)."""
+    if isinstance(obj, np.bool_):
+        return bool(obj)
     if isinstance(obj, np.integer):
         return int(obj)
     if isinstance(obj, np.floating):
@@ -106,6 +110,15 @@ class Workload:
     reads : tuple of callables
         Inputs from other workloads' stores, each ``check() -> None`` raising a
         ``FileNotFoundError`` that names the command that makes them.
+    pin_blas : bool
+        Run each unit with single-threaded BLAS (default): rows then do not depend on the number
+        of workers. The theory studies keep BLAS as the caller has it when they run in this
+        process (as they always have: their committed tables were made so; a BLAS thread count
+        moves some of their numbers by about 1e-11 relative, never a verdict).
+    former : tuple of (folder name, tag)
+        The store's names under earlier store-key recipes: a store found under one of them (and
+        not under the current name) is migrated (records retagged, folder renamed), never
+        recomputed.
     """
 
     name: str
@@ -118,15 +131,20 @@ class Workload:
     open_store: Callable | None = None
     to_csv_kw: dict = field(default_factory=dict)
     reads: tuple = ()
+    pin_blas: bool = True
+    former: tuple = ()
 
     def __post_init__(self):
         plain_name("workload name", self.name)
         plain_name("preset", self.preset)
+        check_bool("pin_blas", self.pin_blas)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         names = list(self.units)
-        for u in names:
-            plain_name(f"workload {self.name}: unit name", u)
+        for u in names:  # a unit's name becomes a file name: never a path
+            if not isinstance(u, str) or not _UNIT_RE.match(u) or len(u) > 100:
+                raise ValueError(f"workload {self.name}: unit names must start with a letter or "
+                                 f"digit and use [A-Za-z0-9_.=-] (at most 100 characters), got {u!r}")
         if len(set(names)) != len(names):
             raise ValueError(f"workload {self.name}: unit names must be unique")
 
@@ -150,6 +168,8 @@ class Workload:
         from .harness.store import UnitStore, clean_temporary_files
 
         folder = inside(root, Path(root) / self.folder)
+        if not folder.exists():
+            _migrate(root, folder, self.former, self.tag)
         store = UnitStore(folder, tag=self.tag, legacy_tags=(None,))
         if clean:
             clean_temporary_files(folder)
@@ -170,6 +190,30 @@ class Workload:
         return rows, info
 
 
+def _migrate(root, folder, former, tag):
+    """Move a store made under a former store-key recipe to ``folder``: its units' checksum
+    records take the current ``tag`` (their data, checked by SHA-256, is untouched)."""
+    from ._paths import atomic_write
+
+    for name, old_tag in former:
+        old = Path(root) / plain_name("former store", name)
+        if not old.is_dir():
+            continue
+        for rec_path in old.glob("*.check.json"):
+            try:
+                rec = json.loads(rec_path.read_text())
+            except (OSError, ValueError):
+                continue  # an unreadable record: the unit is checked (and recomputed) as damaged
+            if isinstance(rec, dict) and rec.get("tag") in (old_tag, None):
+                rec["tag"] = tag
+                atomic_write(rec_path, json.dumps(rec, indent=1, sort_keys=True))
+        try:
+            old.rename(folder)
+        except FileNotFoundError:  # another process migrated it meanwhile
+            pass
+        return
+
+
 def _work(workload, root, unit, threads, pin_blas=True):
     """Worker: claim the unit, run it with ``threads`` numba threads (BLAS single-threaded unless
     the caller pinned it), write it to the store, report. A unit claimed by another process (or
@@ -187,7 +231,7 @@ def _work(workload, root, unit, threads, pin_blas=True):
         before = numba.get_num_threads()
         numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
         try:
-            if pin_blas:
+            if pin_blas and workload.pin_blas:
                 with threadpool_limits(limits=1):
                     rows, info = workload.compute_unit(unit)
             else:
@@ -204,7 +248,10 @@ def _in_memory(workload, unit, threads):
     """Worker without a store: the unit's rows and info."""
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(limits=1):
+    if workload.pin_blas:
+        with threadpool_limits(limits=1):
+            rows, info = workload.compute_unit(unit)
+    else:
         rows, info = workload.compute_unit(unit)
     info["rows"] = rows
     return info
@@ -266,7 +313,7 @@ def check_backend(n_jobs, backend):
 
 
 def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=None, progress=False,
-        max_units=None, poll=2.0, thread_workers=1, desc=None, collect=True):
+        max_units=None, poll=2.0, thread_workers=1, desc=None, collect=True, on_unit=None):
     """Compute the units of ``workload`` that its store under ``root`` does not hold yet.
 
     Returns ``(rows, summary)``: ``{unit: DataFrame}`` of every unit, in ``workload.units`` order
@@ -277,6 +324,8 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     after that many new units (for sampling or tests; the rows then hold only finished units).
     ``collect=False`` returns ``None`` for the rows (a caller that reads its store itself);
     ``thread_workers > 1`` runs that many units at once in threads of this process (JAX on a GPU).
+    ``on_unit(unit, info)`` is called in this process for every unit already stored (``info``
+    ``{"skipped": "done"}``) and then as each unit finishes, here or in a worker.
     """
     from tqdm.auto import tqdm
 
@@ -297,6 +346,10 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     threads = numba_threads(n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos, by_others, fresh = [], set(), {}
+    report = on_unit if on_unit is not None else (lambda unit, info: None)
+    for u in units:
+        if u in done:
+            report(u, {"unit": u, "skipped": "done"})
     bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
                desc=desc or f"{workload.name}/{workload.preset}", disable=not progress)
     client = None
@@ -310,6 +363,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
                                   threads, thread_workers):
                 fresh[info["unit"]] = info.pop("rows")
                 infos.append(info)
+                report(info["unit"], info)
                 bar.update(1)
             todo = []
         while todo:
@@ -323,6 +377,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
                     by_others.add(info["unit"])
                 else:
                     infos.append(info)
+                report(info["unit"], info)
                 bar.update(1)
             # units claimed by another live process: wait for them, or take them over if it dies
             todo = [u for u in todo if u in waiting]
@@ -330,6 +385,8 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
                 time.sleep(poll)
                 finished = {u for u in todo if store.is_done(u, warn=False)}
                 by_others |= finished
+                for u in sorted(finished):
+                    report(u, {"unit": u, "skipped": "done"})
                 bar.update(len(finished))
                 todo = [u for u in todo if u not in finished]
                 if any(store.holder(u) is None for u in todo):

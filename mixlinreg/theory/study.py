@@ -52,6 +52,7 @@ import json
 import time
 import zlib
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -292,9 +293,11 @@ class Context:
     def _unit_dir(self) -> Path | None:
         if self.store is None:
             return None
-        h = params_hash({"id": self.study_id, "preset": self.preset, "seed": int(self.seed),
-                         "params": self.params})
-        return self.store / f"{self.study_id}-{self.preset}-{h}"
+        from ..runner import store_key
+
+        key = {"id": self.study_id, "preset": self.preset, "seed": int(self.seed),
+               "params": self.params}
+        return self.store / store_key(self.study_id, self.preset, key)[0]
 
     def unit(self, name: str, compute) -> pd.DataFrame:
         """Rows of one unit: read from the store if already computed, else ``compute()`` and save.
@@ -503,35 +506,45 @@ def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str
     return f"{what} (chosen {chosen:g}): " + "; ".join(parts)
 
 
-def _unit_rows(ctx, study, spec, params, seed, name):
+def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequence):
+    """One unit of a study, for the runner: ``study.compute`` with the unit's generator and
+    ``shared(name, fn)`` (rows several units need, computed once through the same store)."""
+    from ..harness.store import UnitStore
+    from ..ifca import use_backend
+
+    counts = {"shared_computed": 0, "shared_resumed": 0}
+
     def shared(key, fn):
         key = "shared_" + key
-        return ctx.unit(key, lambda: fn(unit_rng(seed, study.id, key)))
 
-    return study.compute(spec, params, unit_rng(seed, study.id, name), shared)
+        def compute():
+            df = fn(unit_rng(seed, study.id, key))
+            if not isinstance(df, pd.DataFrame):
+                raise TypeError(f"unit {key!r} must return a pandas DataFrame, got "
+                                f"{type(df).__name__}")
+            return df
+
+        if folder is None:
+            counts["shared_computed"] += 1
+            return compute()
+        df, computed = UnitStore(folder, tag=tag, legacy_tags=(None,)).get_or_compute(key, compute)
+        counts["shared_computed" if computed else "shared_resumed"] += 1
+        return df
+
+    with use_backend(kernel):
+        rows = study.compute(specs[unit], params, np.random.default_rng(seed_sequence), shared)
+    return rows, counts
 
 
-def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
-        n_jobs=1, progress=False, config_path=None) -> StudyResult:
-    """Run ``study`` with its config's ``preset``; write its outputs and return its result.
+def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
+    """A study as a :class:`~mixlinreg.runner.Workload`: its units (from ``study.units``), each
+    seeded by ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(unit name)))``, stored under
+    ``<store>/<ID>-<preset>-<hash of ID, preset, seed and params>``. A study that reads a Figure 2
+    store raises :class:`MissingInput` from ``study.units`` when it is absent."""
+    from ..ifca import current_backend
+    from ..runner import Workload, store_key
 
-    Units already in the store (same study, preset, seed and config values) are read back, the
-    others computed (in ``n_jobs`` processes; the rows do not depend on it) and stored as they
-    finish.
-    """
-    cfg = study.config(preset, config_path)
-    params = cfg.values
-    ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
-                  progress=progress)
-    ctx.params = params
-    try:
-        units = list(study.units(params))
-    except MissingInput as exc:
-        Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
-        return ctx.result(title=study.title, claim=study.claim, location=study.location,
-                          verdict=INCONCLUSIVE if study.kind == CLAIM else UNDETERMINED,
-                          summary=f"No results to read: {exc}", kind=study.kind,
-                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[])
+    units = list(study.units(params))
     names = [n for n, _ in units]
     for n in names:  # the rule of Context.unit, checked before anything is computed
         if not isinstance(n, str) or not n or not n[0].isalnum() or any(
@@ -540,21 +553,45 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
                              f"use [A-Za-z0-9_.=-], got {n!r}")
     if len(set(names)) != len(names):
         raise ValueError(f"study {study.id}: unit names must be unique")
-    if n_jobs > 1 and len(units) > 1 and store is not None:
-        from joblib import Parallel, delayed
+    key = {"id": study.id, "preset": preset, "seed": int(seed), "params": params}
+    folder_name, tag = store_key(study.id, preset, key)
+    folder = None if store is None else Path(store) / folder_name
+    return Workload(name=study.id, preset=preset, key=key, units=tuple(names),
+                    compute=partial(_study_unit, study, params, int(seed), folder, tag,
+                                    dict(units), kernel or current_backend()),
+                    seed=int(seed), pin_blas=False)
 
-        # compute the missing units in parallel; ctx.unit then reads every unit from the store
-        from ..ifca import current_backend
 
-        kernel = current_backend()  # worker processes compute with the caller's ifca backend
-        Parallel(n_jobs=n_jobs)(delayed(_fill_unit)(study, preset, out, store, seed, params,
-                                                    name, spec, kernel) for name, spec in units)
-    parts = []
-    for name, spec in units:
-        df = ctx.unit(name, lambda spec=spec, name=name: _unit_rows(ctx, study, spec, params, seed,
-                                                                   name))
-        parts.append(df.assign(unit=name))
-    table = pd.concat(parts, ignore_index=True)
+def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
+        n_jobs=1, progress=False, config_path=None, backend="loky", scheduler=None) -> StudyResult:
+    """Run ``study`` with its config's ``preset``; write its outputs and return its result.
+
+    The units run on the one runner (:func:`mixlinreg.runner.run`): those already in the store
+    (same study, preset, seed and config values) are read back, the others computed (in
+    ``n_jobs`` local processes, or on a Dask cluster with ``backend="dask"`` and ``scheduler``;
+    the rows do not depend on it) and stored as they finish.
+    """
+    from .. import runner
+
+    cfg = study.config(preset, config_path)
+    params = cfg.values
+    ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
+                  progress=progress)
+    ctx.params = params
+    try:
+        wl = workload(study, preset, params, seed, store)
+    except MissingInput as exc:
+        Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
+        return ctx.result(title=study.title, claim=study.claim, location=study.location,
+                          verdict=INCONCLUSIVE if study.kind == CLAIM else UNDETERMINED,
+                          summary=f"No results to read: {exc}", kind=study.kind,
+                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[])
+    rows, s = runner.run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                         progress=progress, desc=f"{study.id}/{preset}")
+    ctx.units_computed = s["units_run"] + sum(i.get("shared_computed", 0) for i in s["infos"])
+    ctx.units_resumed = s["units_skipped"] + s["units_by_others"] + sum(
+        i.get("shared_resumed", 0) for i in s["infos"])
+    table = pd.concat([rows[u].assign(unit=u) for u in wl.units], ignore_index=True)
     table_path = ctx.write_table(table)
     v = study.analyze(table, params, lambda key: unit_rng(seed, study.id, "analyze_" + key))
     for suffix, df in v.tables.items():
@@ -566,12 +603,3 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     return ctx.result(title=study.title, claim=study.claim, location=study.location,
                       verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=caveats,
                       table=table_path, figure=fig_path, kind=study.kind)
-
-
-def _fill_unit(study, preset, out, store, seed, params, name, spec, kernel="numba"):
-    from ..ifca import use_backend
-
-    ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed)
-    ctx.params = params
-    with use_backend(kernel):
-        ctx.unit(name, lambda: _unit_rows(ctx, study, spec, params, seed, name))

@@ -93,7 +93,7 @@ def location(study_id) -> str:
 
 
 def run_study(study_id, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
-              n_jobs=1, progress=False):
+              n_jobs=1, progress=False, backend="loky", scheduler=None):
     """Run one study, write its JSON record ``<out>/<ID>_<preset>.json`` and return its
     :class:`~mixlinreg.theory.study.StudyResult`.
 
@@ -109,6 +109,10 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
         Folder of resumable per-unit rows (``None``: recompute everything).
     seed, n_jobs, progress
         See :class:`mixlinreg.theory.study.Context`.
+    backend, scheduler
+        Where the units run (:func:`mixlinreg.runner.run`): ``"loky"`` (``n_jobs`` local
+        processes), ``"dask"`` (the cluster at ``scheduler``, an address or a
+        ``dask.distributed.Client``) or ``"sequential"``; the result does not depend on it.
     """
     from ..._paths import atomic_write
     from ..study import canonical_preset, run
@@ -116,6 +120,6 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
     (study_id,) = _check_ids([study_id])
     preset = canonical_preset(preset)
     result = run(get(study_id), preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
-                 progress=progress)
+                 progress=progress, backend=backend, scheduler=scheduler)
     atomic_write(Path(out) / f"{study_id}_{preset}.json", result.to_json())
     return result
