@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -375,9 +376,10 @@ def run_digits(seeds=None, *, m=None, n=None, n_test=None, k=None, tau=None, rou
     """Table 1 analogue on rotated 8 x 8 digits, all methods over ``seeds`` data seeds.
 
     Parameters left at ``None`` take the values of ``preset`` in ``mixlinreg/configs/digits.toml``
-    (:func:`defaults`). ``store``: a folder for
-    resumable results (one checksummed unit per seed, written as soon as it is finished; a rerun
-    reads them back; see :class:`mixlinreg.harness.store.UnitStore`); ``None`` keeps nothing.
+    (:func:`defaults`). The seeds run on the one runner (:func:`mixlinreg.runner.run`, one unit per
+    seed, :func:`workload`): ``store`` is a folder for resumable results (one checksummed unit per
+    seed, written as soon as it is finished; a rerun reads them back; a store of the layout before
+    the runner is migrated, not recomputed); ``None`` keeps nothing.
     ``progress=True`` shows a tqdm bar over the seeds.
 
     Returns
@@ -401,56 +403,97 @@ def run_digits(seeds=None, *, m=None, n=None, n_test=None, k=None, tau=None, rou
     seeds = check_int("seeds", seeds, low=1)
     progress = check_bool("progress", progress)
     check_int("k", cfg["k"], low=1, high=check_int("m", cfg["m"], low=1))
-    units = None
+    from .runner import run
+
+    wl = workload(cfg, seeds, seed, preset)
     if store is not None:
-        import hashlib
-        import json
-        from pathlib import Path
-
-        from .harness.store import UnitStore
-
-        h = hashlib.sha256(json.dumps({"seed": int(seed), "config": cfg}, sort_keys=True,
-                                      default=str).encode()).hexdigest()
-        units = UnitStore(Path(store) / f"digits-{h[:12]}", tag=h)
-    frames, recs = [], []
-    from tqdm.auto import tqdm
-
-    for s, ss in enumerate(tqdm(np.random.SeedSequence(seed).spawn(seeds), unit="seed",
-                                desc="digits", disable=not progress)):
-        def compute(s=s, ss=ss):
-            s_data, s_run = ss.spawn(2)
-            data = make_rotated_digits(cfg["m"], cfg["n"], cfg["n_test"], rng=s_data)
-            out, res = _one_seed(data, s_run, **{key: cfg[key] for key in
-                                                 ("k", "tau", "rounds", "lr", "l2", "n_init",
-                                                  "init_scale")})
-            rows = pd.DataFrame([dict(seed=s, method=meth, test_accuracy=acc, ari=a, seconds=sec)
-                                 for meth, acc, a, sec in out])
-            rec = pd.DataFrame([dict(seed=s, round=t, ari=res.ari_trace[t],
-                                     train_loss=res.loss_trace[t])
-                                for t in range(len(res.ari_trace))])
-            return rows, rec
-
-        if units is None:
-            r, c = compute()
-        else:
-            # one unit per seed: the recovery trace first, then the rows (written as finished)
-            both = {}
-
-            def part(i):
-                if not both:
-                    both["v"] = compute()
-                return both["v"][i]
-
-            c, _ = units.get_or_compute(f"seed{s:04d}_recovery", lambda: part(1),
-                                        to_csv_kw=dict(float_format="%.17g"))
-            r, _ = units.get_or_compute(f"seed{s:04d}_rows", lambda: part(0),
-                                        to_csv_kw=dict(float_format="%.17g"))
-        frames.append(r)
-        recs.append(c)
-    rows = pd.concat(frames, ignore_index=True)
-    recovery = pd.concat(recs, ignore_index=True)
+        _migrate_former_store(wl, store, cfg, seed)
+    frames, _ = run(wl, store, progress=progress, desc="digits")
+    rows, recovery = _split(pd.concat([frames[u] for u in wl.units], ignore_index=True))
     rows.attrs["config"] = cfg
     return rows, recovery
+
+
+_ROWS = ["seed", "method", "test_accuracy", "ari", "seconds"]
+_RECOVERY = ["seed", "round", "ari", "train_loss"]
+
+
+def workload(cfg, seeds, seed=0, preset="paper"):
+    """``digits`` as a :class:`~mixlinreg.runner.Workload`: one unit ``seed<s>`` per data seed
+    ``s``, seeded by ``SeedSequence(seed, spawn_key=(s,))`` (= ``SeedSequence(seed).spawn(seeds)[s]``);
+    a unit's frame holds the methods' rows (``part = "rows"``) and IFCA's recovery trace
+    (``part = "recovery"``). The store key holds the root seed and the parameters."""
+    from .runner import Workload
+
+    return Workload(name="digits", preset=preset, key={"seed": int(seed), "config": cfg},
+                    units=tuple(f"seed{s:04d}" for s in range(seeds)),
+                    compute=partial(_digits_unit, dict(cfg)), seed=int(seed),
+                    seed_key=_seed_key, to_csv_kw=dict(float_format="%.17g"))
+
+
+def _seed_key(unit):
+    return (int(unit[len("seed"):]),)
+
+
+def _digits_unit(cfg, unit, ss):
+    import pandas as pd
+
+    s = _seed_key(unit)[0]
+    s_data, s_run = ss.spawn(2)
+    data = make_rotated_digits(cfg["m"], cfg["n"], cfg["n_test"], rng=s_data)
+    out, res = _one_seed(data, s_run, **{key: cfg[key] for key in
+                                         ("k", "tau", "rounds", "lr", "l2", "n_init", "init_scale")})
+    rows = pd.DataFrame([dict(part="rows", seed=s, method=meth, test_accuracy=acc, ari=a,
+                              seconds=sec) for meth, acc, a, sec in out])
+    rec = pd.DataFrame([dict(part="recovery", seed=s, round=t, ari=res.ari_trace[t],
+                             train_loss=res.loss_trace[t]) for t in range(len(res.ari_trace))])
+    return pd.concat([rows, rec], ignore_index=True)[["part"] + _ROWS + ["round", "train_loss"]]
+
+
+def _split(frame):
+    """``(rows, recovery)`` of the units' frames (the types the tables have always had)."""
+    rows = frame[frame["part"] == "rows"][_ROWS].reset_index(drop=True)
+    rec = frame[frame["part"] == "recovery"][_RECOVERY].reset_index(drop=True)
+    rows["seed"] = rows["seed"].astype("int64")
+    rows["method"] = rows["method"].astype(str)
+    rec["seed"] = rec["seed"].astype("int64")
+    rec["round"] = rec["round"].astype("int64")
+    return rows, rec
+
+
+def _migrate_former_store(wl, store, cfg, seed):
+    """Units of the store layout before the one runner (``digits-<hash>``, two files per seed:
+    ``seed<s>_rows`` and ``seed<s>_recovery``) become the runner's units, without recomputing;
+    the former folder is then renamed ``<name>.migrated``."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ._paths import inside
+    from .harness.store import UnitStore
+
+    h = hashlib.sha256(json.dumps({"seed": int(seed), "config": cfg}, sort_keys=True,
+                                  default=str).encode()).hexdigest()
+    old_dir = Path(store) / f"digits-{h[:12]}"
+    if not old_dir.is_dir():
+        return
+    old = UnitStore(old_dir, tag=h)
+    new = wl.store(store)
+    for unit in wl.units:
+        parts = [f"{unit}_rows", f"{unit}_recovery"]
+        if new.is_done(unit, warn=False) or not all(old.is_done(p) for p in parts):
+            continue
+        rows = old.read(parts[0]).assign(part="rows")
+        rec = old.read(parts[1]).assign(part="recovery")
+        frame = pd.concat([rows, rec], ignore_index=True)[["part"] + _ROWS + ["round", "train_loss"]]
+        if new.claim(unit):
+            try:
+                new.write(unit, frame, **wl.to_csv_kw)
+            finally:
+                new.release(unit)
+    inside(store, old_dir).rename(old_dir.with_name(old_dir.name + ".migrated"))
 
 
 def summarize_digits(rows):

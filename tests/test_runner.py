@@ -158,3 +158,26 @@ def test_cli_refuses_a_scheduler_without_dask(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "--scheduler is only used with --backend dask, got --backend loky" in err, err
         assert not (tmp_path / cmd[0]).exists()  # refused before anything was made
+
+
+def test_digits_store_of_the_former_layout_is_migrated_not_recomputed(tmp_path, monkeypatch):
+    import hashlib
+
+    import mixlinreg.digits as digits
+    from mixlinreg.harness.store import UnitStore
+
+    kw = dict(m=8, n=10, tau=1, rounds=3)
+    rows, rec = digits.run_digits(2, store=tmp_path / "fresh", **kw)
+    # the layout before the runner: digits-<hash>, two units per seed
+    cfg = rows.attrs["config"]
+    h = hashlib.sha256(json.dumps({"seed": 0, "config": cfg}, sort_keys=True,
+                                  default=str).encode()).hexdigest()
+    old = UnitStore(tmp_path / "old" / f"digits-{h[:12]}", tag=h)
+    for s in range(2):
+        old.write(f"seed{s:04d}_rows", rows[rows["seed"] == s], float_format="%.17g")
+        old.write(f"seed{s:04d}_recovery", rec[rec["seed"] == s], float_format="%.17g")
+    monkeypatch.setattr(digits, "_one_seed", lambda *a, **k: pytest.fail("recomputed"))
+    rows2, rec2 = digits.run_digits(2, store=tmp_path / "old", **kw)
+    pd.testing.assert_frame_equal(rows, rows2)
+    pd.testing.assert_frame_equal(rec, rec2)
+    assert (tmp_path / "old" / f"digits-{h[:12]}.migrated").is_dir()
