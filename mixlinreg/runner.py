@@ -257,7 +257,7 @@ def _in_memory(workload, unit, threads):
     return info
 
 
-def _dispatch(fn, items, n_jobs, backend, threads, thread_workers=1):
+def _dispatch(fn, items, *, n_jobs, backend, threads, thread_workers=1):
     """Yield ``fn(item)``'s results in completion order on the chosen backend."""
     import joblib
 
@@ -312,6 +312,35 @@ def check_backend(n_jobs, backend):
     return int(n_jobs)
 
 
+def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
+    """Compute the units ``todo`` into ``store``; wait for those other processes hold (taking
+    over a unit whose process died)."""
+    while todo:
+        waiting = []
+        for info in _dispatch(_Call(_work, workload, root, go["threads"]), todo, **go):
+            if info.get("skipped") == "claimed":
+                waiting.append(info["unit"])
+                continue
+            if info.get("skipped") == "done":
+                by_others.add(info["unit"])
+            else:
+                infos.append(info)
+            report(info["unit"], info)
+            bar.update(1)
+        todo = [u for u in todo if u in waiting]
+        while todo:
+            time.sleep(poll)
+            finished = {u for u in todo if store.is_done(u, warn=False)}
+            by_others |= finished
+            for u in sorted(finished):
+                report(u, {"unit": u, "skipped": "done"})
+            bar.update(len(finished))
+            todo = [u for u in todo if u not in finished]
+            if any(store.holder(u) is None for u in todo):
+                todo = [u for u in todo if store.holder(u) is None]
+                break
+
+
 def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=None, progress=False,
         max_units=None, poll=2.0, thread_workers=1, desc=None, collect=True, on_unit=None):
     """Compute the units of ``workload`` that its store under ``root`` does not hold yet.
@@ -358,40 +387,15 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
             from dask.distributed import Client
 
             client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+        go = dict(n_jobs=n_jobs, backend=backend, threads=threads, thread_workers=thread_workers)
         if store is None:
-            for info in _dispatch(_Call(_in_memory, workload, threads), todo, n_jobs, backend,
-                                  threads, thread_workers):
+            for info in _dispatch(_Call(_in_memory, workload, threads), todo, **go):
                 fresh[info["unit"]] = info.pop("rows")
                 infos.append(info)
                 report(info["unit"], info)
                 bar.update(1)
-            todo = []
-        while todo:
-            waiting = []
-            for info in _dispatch(_Call(_work, workload, root, threads), todo, n_jobs, backend,
-                                  threads, thread_workers):
-                if info.get("skipped") == "claimed":
-                    waiting.append(info["unit"])
-                    continue
-                if info.get("skipped") == "done":
-                    by_others.add(info["unit"])
-                else:
-                    infos.append(info)
-                report(info["unit"], info)
-                bar.update(1)
-            # units claimed by another live process: wait for them, or take them over if it dies
-            todo = [u for u in todo if u in waiting]
-            while todo:
-                time.sleep(poll)
-                finished = {u for u in todo if store.is_done(u, warn=False)}
-                by_others |= finished
-                for u in sorted(finished):
-                    report(u, {"unit": u, "skipped": "done"})
-                bar.update(len(finished))
-                todo = [u for u in todo if u not in finished]
-                if any(store.holder(u) is None for u in todo):
-                    todo = [u for u in todo if store.holder(u) is None]
-                    break
+        else:
+            _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar)
     finally:
         bar.close()
         if client is not None and not (scheduler is not None and client is scheduler):

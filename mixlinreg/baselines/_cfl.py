@@ -186,28 +186,11 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     local_steps = check_int("local_steps", local_steps, low=1)
     min_group = check_int("min_group", min_group, low=2)
 
-    # gradients via per-machine Gram matrices when cheaper: grad F_i = 2 (A_i t - b_i) + l2 t
-    use_gram = d <= n
-    if use_gram:
-        A = np.einsum("ind,ine->ide", X, X) / n
-        b = np.einsum("ind,in->id", X, y) / n
-
-    def grad(idx, T):
-        if use_gram:
-            G = 2.0 * (np.einsum("ide,ie->id", A[idx], T) - b[idx])
-        else:
-            Xi = X[idx]
-            res = np.einsum("ind,id->in", Xi, T) - y[idx]
-            G = (2.0 / n) * np.einsum("ind,in->id", Xi, res)
-        if l2 != 0.0:
-            G += l2 * T
-        return G
-
+    grad = _squared_gradient(X, y, l2)
     # active groups: (tree id, global machine indices, model)
     active = [(0, np.arange(m, dtype=np.int64), theta0.copy())]
-    final = []
+    final, splits = [], []
     next_id = 1
-    splits = []
     max_norm, mean_norm, n_groups = [], [], []
     active_rounds = np.zeros(m, dtype=np.int64)
     rounds = 0
@@ -229,47 +212,84 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
             active_rounds[idx_all] += 1
             max_norm.append(float(unorm.max()))
             n_groups.append(len(active))
-            new_active = []
-            worst_mean = 0.0
-            start = 0
-            for node, members, theta in active:
-                stop = start + len(members)
-                D = delta[start:stop]
-                dmax = float(unorm[start:stop].max())
-                start = stop
-                mean = D.mean(axis=0)
-                mnorm = float(np.linalg.norm(mean))
-                worst_mean = max(worst_mean, mnorm)
-                theta = theta + mean
-                if mnorm >= eps1:
-                    new_active.append((node, members, theta))
-                elif dmax >= eps2 and len(members) >= min_group:
-                    pa, pb = split_by_similarity(_cosine(D))
-                    sa, sb = members[pa], members[pb]
-                    if sb.min() < sa.min():
-                        sa, sb = sb, sa
-                    sa, sb = np.sort(sa), np.sort(sb)
-                    splits.append((rounds, node, sa, sb))
-                    new_active.append((next_id, sa, theta.copy()))
-                    new_active.append((next_id + 1, sb, theta.copy()))
-                    next_id += 2
-                else:
-                    final.append((node, members, theta))
+            active, next_id, worst_mean = _server_step(active, delta, unorm, rounds, next_id,
+                                                       (eps1, eps2, min_group), splits, final)
             mean_norm.append(worst_mean)
-            active = new_active
             big = max((np.abs(g[2]).max() for g in active), default=0.0)
             if not np.isfinite(big) or big > _config.DIVERGE_THRESHOLD:
                 diverged = True
                 break
+    history = {"max_update_norm": np.array(max_norm, dtype=np.float64),
+               "mean_update_norm": np.array(mean_norm, dtype=np.float64),
+               "n_active_groups": np.array(n_groups, dtype=np.int64)}
+    return _result(final, active, m, d, rounds, splits, history, active_rounds, diverged)
 
+
+def _squared_gradient(X, y, l2):
+    """``grad(idx, T)``: the gradients of the machines ``idx`` at their models ``T`` (rows), via
+    per-machine Gram matrices when cheaper: ``grad F_i = 2 (A_i t - b_i) + l2 t``."""
+    m, n, d = X.shape
+    use_gram = d <= n
+    if use_gram:
+        A = np.einsum("ind,ine->ide", X, X) / n
+        b = np.einsum("ind,in->id", X, y) / n
+
+    def grad(idx, T):
+        if use_gram:
+            G = 2.0 * (np.einsum("ide,ie->id", A[idx], T) - b[idx])
+        else:
+            Xi = X[idx]
+            res = np.einsum("ind,id->in", Xi, T) - y[idx]
+            G = (2.0 / n) * np.einsum("ind,in->id", Xi, res)
+        if l2 != 0.0:
+            G += l2 * T
+        return G
+
+    return grad
+
+
+def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, final):
+    """Algorithms 1-2's server step for every active group, from this round's updates ``delta``
+    (rows in the groups' order): FedAvg, then train on, split by rule (6), or finish. Appends to
+    ``splits`` and ``final``; returns ``(new active groups, next tree id, largest mean update)``."""
+    eps1, eps2, min_group = thresholds
+    new_active = []
+    worst_mean = 0.0
+    start = 0
+    for node, members, theta in active:
+        stop = start + len(members)
+        D = delta[start:stop]
+        dmax = float(unorm[start:stop].max())
+        start = stop
+        mean = D.mean(axis=0)
+        mnorm = float(np.linalg.norm(mean))
+        worst_mean = max(worst_mean, mnorm)
+        theta = theta + mean
+        if mnorm >= eps1:
+            new_active.append((node, members, theta))
+        elif dmax >= eps2 and len(members) >= min_group:
+            pa, pb = split_by_similarity(_cosine(D))
+            sa, sb = members[pa], members[pb]
+            if sb.min() < sa.min():
+                sa, sb = sb, sa
+            sa, sb = np.sort(sa), np.sort(sb)
+            splits.append((rounds, node, sa, sb))
+            new_active.append((next_id, sa, theta.copy()))
+            new_active.append((next_id + 1, sb, theta.copy()))
+            next_id += 2
+        else:
+            final.append((node, members, theta))
+    return new_active, next_id, worst_mean
+
+
+def _result(final, active, m, d, rounds, splits, history, active_rounds, diverged):
+    """The :class:`BaselineResult` of a CFL run: the final and still active groups, ordered by
+    their smallest machine index."""
     groups = sorted(final + active, key=lambda g: int(g[1].min()))
     theta = np.array([g[2] for g in groups], dtype=np.float64).reshape(len(groups), d)
     labels = np.empty(m, dtype=np.int64)
     for j, g in enumerate(groups):
         labels[g[1]] = j
-    history = {"max_update_norm": np.array(max_norm, dtype=np.float64),
-               "mean_update_norm": np.array(mean_norm, dtype=np.float64),
-               "n_active_groups": np.array(n_groups, dtype=np.int64)}
     extra = {"splits": splits, "nodes": np.array([g[0] for g in groups], dtype=np.int64),
              "history": history, "active_rounds": active_rounds,
              "converged": (not active) and not diverged, "diverged": diverged}

@@ -218,34 +218,12 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     (student abstract), objective, smoothed SCAD and Algorithm 1. Fan and Li, "Variable selection
     via nonconcave penalized likelihood and its oracle properties", JASA 2001 (SCAD).
     """
-    X, y = check_data(X, y)
-    check_loss(loss)
-    l2 = check_l2(l2)
+    X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2) = _checked(
+        X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, loss,
+        max_pair_floats)
     m, n, d = X.shape
-    lam = check_float("lam", lam, low=0.0)
-    a = check_float("a", a, low=2.0, low_open=True)
-    xi = check_float("xi", xi, low=0.0, low_open=True)
-    if lam > 0.0 and xi >= lam:
-        raise ValueError(f"xi must be smaller than lam (0 < xi < lam), got xi={xi!r}, lam={lam!r}")
-    rho = check_float("rho", rho, low=0.0, low_open=True)
-    if rho * (a - 1.0) <= 1.0:
-        raise ValueError(f"rho must exceed 1 / (a - 1) = {1.0 / (a - 1.0)!r} (the theta step is "
-                         f"then convex), got rho={rho!r}")
-    if lr is not None:
-        lr = check_float("lr", lr, low=0.0, low_open=True)
-    local_steps = check_int("local_steps", local_steps, low=1)
-    n_rounds = check_int("n_rounds", n_rounds, low=0)
-    nu = check_float("nu", nu, low=0.0)
-    participation = check_float("participation", participation, low=0.0, high=1.0,
-                                low_open=True)
-    max_pair_floats = check_float("max_pair_floats", max_pair_floats, low=0.0)
     P = m * (m - 1) // 2
-    if P * d > max_pair_floats:
-        raise ValueError(f"FPFC stores m (m - 1) / 2 * d = {P * d} floats per pair array "
-                         f"(m={m}, d={d}), more than max_pair_floats={max_pair_floats:g}; "
-                         f"raise max_pair_floats or use fewer machines")
     gen = as_generator(rng)
-
     if lr is None:
         L_f = 2.0 / n * max(float(np.linalg.norm(X[i], 2)) ** 2 for i in range(m)) + l2
         lr = 1.0 / (L_f + 2.0 * rho)
@@ -276,21 +254,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
             for _ in range(local_steps):
                 w = w - lr * (_grad(Xp, yp, w, l2) + rho * (w - zp))
             omega[part] = w
-            # step 5: delta_ij = omega_i - omega_j + v_ij / rho, closed-form theta_ij, dual v_ij,
-            # for the pairs touching A_k (all pairs under full participation)
-            diff = D @ omega  # omega_i - omega_j for every pair i < j
-            if n_part == m:
-                sel = slice(None)
-            else:
-                mask = np.zeros(m, dtype=bool)
-                mask[part] = True
-                sel = np.flatnonzero(mask[I] | mask[J])
-            delta = diff[sel] + v[sel] / rho
-            t = np.linalg.norm(delta, axis=1)
-            s = _scad_threshold(t, lam, a, xi, rho)
-            scale = np.divide(s, t, out=np.zeros_like(t), where=t > 0.0)
-            theta[sel] = scale[:, None] * delta
-            v[sel] += rho * (diff[sel] - theta[sel])
+            diff = _fusion_step(omega, theta, v, (I, J, D), part, (lam, a, xi, rho))
             # last line: zeta_i = (1/m) sum_j (omega_j + theta_ij - v_ij / rho); the pair sums use
             # theta_ji = -theta_ij, v_ji = -v_ij (D^T scatters +row to i and -row to j)
             zeta = (omega.sum(axis=0)[None, :] + D.T @ (theta - v / rho)) / m
@@ -314,3 +278,58 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         extra={"omega": omega, "n_clusters": n_clusters, "history": history[:done],
                "objective": objective[:done], "lr": float(lr),
                "floats_sent_mean": float(2 * d * participations) / m, "diverged": diverged})
+
+
+def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, loss,
+             max_pair_floats):
+    """:func:`fpfc`'s arguments checked (a ``ValueError`` naming the parameter otherwise)."""
+    X, y = check_data(X, y)
+    check_loss(loss)
+    l2 = check_l2(l2)
+    m, n, d = X.shape
+    lam = check_float("lam", lam, low=0.0)
+    a = check_float("a", a, low=2.0, low_open=True)
+    xi = check_float("xi", xi, low=0.0, low_open=True)
+    if lam > 0.0 and xi >= lam:
+        raise ValueError(f"xi must be smaller than lam (0 < xi < lam), got xi={xi!r}, lam={lam!r}")
+    rho = check_float("rho", rho, low=0.0, low_open=True)
+    if rho * (a - 1.0) <= 1.0:
+        raise ValueError(f"rho must exceed 1 / (a - 1) = {1.0 / (a - 1.0)!r} (the theta step is "
+                         f"then convex), got rho={rho!r}")
+    if lr is not None:
+        lr = check_float("lr", lr, low=0.0, low_open=True)
+    local_steps = check_int("local_steps", local_steps, low=1)
+    n_rounds = check_int("n_rounds", n_rounds, low=0)
+    nu = check_float("nu", nu, low=0.0)
+    participation = check_float("participation", participation, low=0.0, high=1.0,
+                                low_open=True)
+    max_pair_floats = check_float("max_pair_floats", max_pair_floats, low=0.0)
+    P = m * (m - 1) // 2
+    if P * d > max_pair_floats:
+        raise ValueError(f"FPFC stores m (m - 1) / 2 * d = {P * d} floats per pair array "
+                         f"(m={m}, d={d}), more than max_pair_floats={max_pair_floats:g}; "
+                         f"raise max_pair_floats or use fewer machines")
+    return X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2)
+
+
+def _fusion_step(omega, theta, v, pairs, part, penalty):
+    """Algorithm 1, step 5, in place: ``delta_ij = omega_i - omega_j + v_ij / rho``, the
+    closed-form ``theta_ij`` and the dual ``v_ij`` for the pairs touching the participants
+    ``part`` (all pairs under full participation). Returns ``omega_i - omega_j`` of every pair."""
+    I, J, D = pairs
+    lam, a, xi, rho = penalty
+    m = omega.shape[0]
+    diff = D @ omega  # omega_i - omega_j for every pair i < j
+    if part.size == m:
+        sel = slice(None)
+    else:
+        mask = np.zeros(m, dtype=bool)
+        mask[part] = True
+        sel = np.flatnonzero(mask[I] | mask[J])
+    delta = diff[sel] + v[sel] / rho
+    t = np.linalg.norm(delta, axis=1)
+    s = _scad_threshold(t, lam, a, xi, rho)
+    scale = np.divide(s, t, out=np.zeros_like(t), where=t > 0.0)
+    theta[sel] = scale[:, None] * delta
+    v[sel] += rho * (diff[sel] - theta[sel])
+    return diff

@@ -12,6 +12,8 @@ from pathlib import Path as FsPath
 
 import numpy as np
 
+from .._paths import atomic_write
+
 VIEWS = ("lines", "plane", "basin", "contraction", "soft")
 
 GIF_DPI = 80
@@ -96,92 +98,111 @@ def _collapse_start(mix):
 
 def build(view, settings=FULL):
     """Compute one view: returns ``(figure, animation, caption, summary)``."""
+    builders = {"lines": _build_lines_plane, "plane": _build_lines_plane, "basin": _build_basin,
+                "contraction": _build_contraction, "soft": _build_soft}
+    if view not in builders:
+        raise ValueError(f"unknown view {view!r}: choose from {list(VIEWS)}")
+    return builders[view](view, settings)
+
+
+def _build_lines_plane(view, s):
+    from . import _views as V
+
+    mix, path = _lines_problem(s)
+    from ..metrics import cluster_accuracy
+
+    ok = float(cluster_accuracy(mix.labels, path.labels[-1]))
+    if view == "lines":
+        cap = (f"IFCA on m = {mix.X.shape[0]} machines with n = {mix.X.shape[1]} points each, "
+               f"drawn from k = 3 regression lines y = a + b t (dashed; noise sigma = "
+               f"{mix.sigma:g}). Every iteration each machine picks the line with the lowest "
+               "squared error on its own points (its points take that line's colour), then "
+               f"each line takes a gradient step on the machines that picked it (step "
+               f"{path.lr:g}, divisor m). From a random start (drawn from N(0, I); this seed was "
+               "picked because one model first grabs most machines and then loses them) the "
+               f"lines reach their truths; training loss {path.loss[0]:.3f} -> "
+               f"{path.loss[-1]:.3f}, {ok:.0%} of machines in their true cluster at the end.")
+        return (V.lines_figure(mix, path), V.lines_animation(mix, path, s.max_frames), cap,
+                f"lines: loss {path.loss[0]:.3f} -> {path.loss[-1]:.3f} in {len(path.loss) - 1}"
+                f" iterations, {ok:.0%} of machines correctly clustered")
+    cap = ("The same run in the plane of parameters (a, b). Small markers: each machine's own "
+           "least-squares fit, coloured by the model it picks; large markers: the models, with "
+           "their trails; black stars: the truths; shading: where each model has the lowest "
+           "population loss, i.e. which model a machine whose parameter lies there would pick "
+           "(the pooled design metric; a machine's own sample can differ near the borders). A "
+           "model moves toward the average of the machines it wins, so a model that wins no "
+           f"machine does not move. Matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}.")
+    return (V.plane_figure(mix, path), V.plane_animation(mix, path, s.max_frames), cap,
+            f"plane: matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}")
+
+
+def _build_basin(view, s):
     from . import _runs as R
     from . import _views as V
 
-    s = settings
-    if view in ("lines", "plane"):
-        mix, path = _lines_problem(s)
-        from ..metrics import cluster_accuracy
+    mixes, maps = [], []
+    for k in (2, 3):
+        mix = R.line_mixture(k=k, m=s.m - s.m % 6 or 6, n=s.n, sigma=s.sigma, rng=k)
+        mixes.append(mix)
+        maps.append(R.basin_map(mix, 0.5, s.basin_iter, alpha0=0.25, grid=s.basin_grid,
+                                rng=10 + k))
+    inside = [_pct(bm.success[_in_ball(bm, mx)]) for bm, mx in zip(maps, mixes)]
+    cap = ("Which starts work. Model 1 starts anywhere on the map; the other models start "
+           "where init_close puts them for alpha0 = 0.25 (on the boundary of their Assumption 1 "
+           "balls). Colour: iterations until the matched distance stays within 0.6 sigma; "
+           "grey: the run fails (models collapse onto one line, or one model wins no machine "
+           "and never moves). Dashed circle: Assumption 1's ball of radius (1/2 - alpha0) "
+           f"Delta around model 1's truth; inside it {inside[0]} (k = 2) and "
+           f"{inside[1]} (k = 3) of the grid's starts succeed, overall "
+           f"{maps[0].success.mean():.0%} and {maps[1].success.mean():.0%}.")
+    return (V.basin_figure(mixes, maps), V.basin_animation(mixes, maps, s.max_frames), cap,
+            f"basin: success overall {maps[0].success.mean():.0%} (k = 2), "
+            f"{maps[1].success.mean():.0%} (k = 3); inside the alpha0 = 0.25 ball "
+            f"{inside[0]} and {inside[1]}")
 
-        ok = float(cluster_accuracy(mix.labels, path.labels[-1]))
-        if view == "lines":
-            cap = (f"IFCA on m = {mix.X.shape[0]} machines with n = {mix.X.shape[1]} points each, "
-                   f"drawn from k = 3 regression lines y = a + b t (dashed; noise sigma = "
-                   f"{mix.sigma:g}). Every iteration each machine picks the line with the lowest "
-                   "squared error on its own points (its points take that line's colour), then "
-                   f"each line takes a gradient step on the machines that picked it (step "
-                   f"{path.lr:g}, divisor m). From a random start (drawn from N(0, I); this seed was "
-                   "picked because one model first grabs most machines and then loses them) the "
-                   f"lines reach their truths; training loss {path.loss[0]:.3f} -> "
-                   f"{path.loss[-1]:.3f}, {ok:.0%} of machines in their true cluster at the end.")
-            return (V.lines_figure(mix, path), V.lines_animation(mix, path, s.max_frames), cap,
-                    f"lines: loss {path.loss[0]:.3f} -> {path.loss[-1]:.3f} in {len(path.loss) - 1}"
-                    f" iterations, {ok:.0%} of machines correctly clustered")
-        cap = ("The same run in the plane of parameters (a, b). Small markers: each machine's own "
-               "least-squares fit, coloured by the model it picks; large markers: the models, with "
-               "their trails; black stars: the truths; shading: where each model has the lowest "
-               "population loss, i.e. which model a machine whose parameter lies there would pick "
-               "(the pooled design metric; a machine's own sample can differ near the borders). A "
-               "model moves toward the average of the machines it wins, so a model that wins no "
-               f"machine does not move. Matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}.")
-        return (V.plane_figure(mix, path), V.plane_animation(mix, path, s.max_frames), cap,
-                f"plane: matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}")
-    if view == "basin":
-        mixes, maps = [], []
-        for k in (2, 3):
-            mix = R.line_mixture(k=k, m=s.m - s.m % 6 or 6, n=s.n, sigma=s.sigma, rng=k)
-            mixes.append(mix)
-            maps.append(R.basin_map(mix, 0.5, s.basin_iter, alpha0=0.25, grid=s.basin_grid,
-                                    rng=10 + k))
-        inside = [_pct(bm.success[_in_ball(bm, mx)]) for bm, mx in zip(maps, mixes)]
-        cap = ("Which starts work. Model 1 starts anywhere on the map; the other models start "
-               "where init_close puts them for alpha0 = 0.25 (on the boundary of their Assumption 1 "
-               "balls). Colour: iterations until the matched distance stays within 0.6 sigma; "
-               "grey: the run fails (models collapse onto one line, or one model wins no machine "
-               "and never moves). Dashed circle: Assumption 1's ball of radius (1/2 - alpha0) "
-               f"Delta around model 1's truth; inside it {inside[0]} (k = 2) and "
-               f"{inside[1]} (k = 3) of the grid's starts succeed, overall "
-               f"{maps[0].success.mean():.0%} and {maps[1].success.mean():.0%}.")
-        return (V.basin_figure(mixes, maps), V.basin_animation(mixes, maps, s.max_frames), cap,
-                f"basin: success overall {maps[0].success.mean():.0%} (k = 2), "
-                f"{maps[1].success.mean():.0%} (k = 3); inside the alpha0 = 0.25 ball "
-                f"{inside[0]} and {inside[1]}")
-    if view == "contraction":
-        c = R.contraction_run(**dict(s.contraction))
-        cap = ("Theorem 1 analyses resampled IFCA: fresh points every iteration, step gamma = "
-               "1/(4p) so that gamma p = 1/4. The error of each model then halves every "
-               "iteration (dashed line) until it meets a floor set by the noise. Measured here: "
-               f"factor {c.factor.est:.3f} per iteration [95% interval {c.factor.lo:.3f}, "
-               f"{c.factor.hi:.3f}] against the theorem's {c.factor_theorem:g} (the exact "
-               f"finite-sample factor for these sizes is {c.factor_exact:.3f}). Dotted: the floor "
-               "predicted for correctly clustered steps; dash-dot: Corollary 1's floor "
-               "(sigma/p) sqrt(d/(m n')) with its unknown constant set to 1 (its shape, not a value "
-               "from the paper). paper_checks.md (T1, C1) measures both at scale.")
-        return (V.contraction_figure(c), V.contraction_animation(c, s.max_frames), cap,
-                c.summary())
-    if view == "soft":
-        from ..baselines import soft_ifca  # noqa: F401  (soft IFCA comes from the baselines)
 
-        mix = R.line_mixture(k=3, m=s.m, n=s.n, sigma=s.sigma, rng=0)
-        init = _collapse_start(mix)
-        paths = [R.ifca_path(mix, init, 0.5, s.soft_iter),
-                 R.soft_path(mix, init, 0.5, s.soft_iter, temperature=2.0),
-                 R.soft_path(mix, init, 0.5, s.soft_iter, temperature=5.0)]
-        names = ["hard IFCA (argmin)", "soft IFCA, temperature 2", "soft IFCA, temperature 5"]
-        d = [p.dist[-1] for p in paths]
-        cap = ("Hard against soft assignments from one bad start: two models near line 1, none "
-               "near line 2. Hard IFCA gives each machine to one model; the second model near line "
-               "1 wins no machine, never moves, and the run stays stuck (final matched distance "
-               f"{d[0]:.3f}). Soft IFCA (softmax weights exp(-F/temperature), the authors' 'em' "
-               f"option) lets every model feel every machine: at temperature 2 the models separate "
-               f"and find the three lines (final {d[1]:.3f}, slightly biased by the soft weights); "
-               f"at temperature 5 all models are pulled to the single global fit ({d[2]:.3f}).")
-        return (V.soft_figure(mix, paths, names), V.soft_animation(mix, paths, names,
-                                                                   s.max_frames), cap,
-                "soft: final matched distance " + ", ".join(f"{n} {v:.3f}"
-                                                            for n, v in zip(names, d)))
-    raise ValueError(f"unknown view {view!r}: choose from {list(VIEWS)}")
+def _build_contraction(view, s):
+    from . import _runs as R
+    from . import _views as V
+
+    c = R.contraction_run(**dict(s.contraction))
+    cap = ("Theorem 1 analyses resampled IFCA: fresh points every iteration, step gamma = "
+           "1/(4p) so that gamma p = 1/4. The error of each model then halves every "
+           "iteration (dashed line) until it meets a floor set by the noise. Measured here: "
+           f"factor {c.factor.est:.3f} per iteration [95% interval {c.factor.lo:.3f}, "
+           f"{c.factor.hi:.3f}] against the theorem's {c.factor_theorem:g} (the exact "
+           f"finite-sample factor for these sizes is {c.factor_exact:.3f}). Dotted: the floor "
+           "predicted for correctly clustered steps; dash-dot: Corollary 1's floor "
+           "(sigma/p) sqrt(d/(m n')) with its unknown constant set to 1 (its shape, not a value "
+           "from the paper). paper_checks.md (T1, C1) measures both at scale.")
+    return (V.contraction_figure(c), V.contraction_animation(c, s.max_frames), cap,
+            c.summary())
+
+
+def _build_soft(view, s):
+    from . import _runs as R
+    from . import _views as V
+
+    from ..baselines import soft_ifca  # noqa: F401  (soft IFCA comes from the baselines)
+
+    mix = R.line_mixture(k=3, m=s.m, n=s.n, sigma=s.sigma, rng=0)
+    init = _collapse_start(mix)
+    paths = [R.ifca_path(mix, init, 0.5, s.soft_iter),
+             R.soft_path(mix, init, 0.5, s.soft_iter, temperature=2.0),
+             R.soft_path(mix, init, 0.5, s.soft_iter, temperature=5.0)]
+    names = ["hard IFCA (argmin)", "soft IFCA, temperature 2", "soft IFCA, temperature 5"]
+    d = [p.dist[-1] for p in paths]
+    cap = ("Hard against soft assignments from one bad start: two models near line 1, none "
+           "near line 2. Hard IFCA gives each machine to one model; the second model near line "
+           "1 wins no machine, never moves, and the run stays stuck (final matched distance "
+           f"{d[0]:.3f}). Soft IFCA (softmax weights exp(-F/temperature), the authors' 'em' "
+           f"option) lets every model feel every machine: at temperature 2 the models separate "
+           f"and find the three lines (final {d[1]:.3f}, slightly biased by the soft weights); "
+           f"at temperature 5 all models are pulled to the single global fit ({d[2]:.3f}).")
+    return (V.soft_figure(mix, paths, names), V.soft_animation(mix, paths, names,
+                                                               s.max_frames), cap,
+            "soft: final matched distance " + ", ".join(f"{n} {v:.3f}"
+                                                        for n, v in zip(names, d)))
 
 
 def _pct(values):
@@ -191,13 +212,6 @@ def _pct(values):
 def _in_ball(bm, mix):
     A, B = np.meshgrid(bm.a, bm.b)
     return np.hypot(A - mix.theta_star[0, 0], B - mix.theta_star[0, 1]) <= bm.radius
-
-
-def _atomic_write(path, data, mode="w"):
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, mode) as fh:
-        fh.write(data)
-    os.replace(tmp, path)
 
 
 def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
@@ -221,7 +235,7 @@ def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
         page = out / f"{name}.html"
         anim._fig.set_dpi(GIF_DPI * scale)
         body = anim.to_jshtml(fps=fps, default_mode="once")
-        _atomic_write(page, "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
+        atomic_write(page, "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
                       f"mixlinreg teach: {name}</title></head><body>\n{body}\n</body></html>\n")
         paths.append(page)
     return paths
@@ -231,7 +245,7 @@ def _write_record(out, name, caption, summary, files):
     """``name.json``: the caption, the one-line summary and the files of one view (for the index)."""
     rec = {"view": name, "caption": caption, "summary": summary,
            "files": [FsPath(f).name for f in files]}
-    _atomic_write(FsPath(out) / f"{name}.json", json.dumps(rec, indent=1) + "\n")
+    atomic_write(FsPath(out) / f"{name}.json", json.dumps(rec, indent=1) + "\n")
 
 
 def write_index(out):
@@ -263,7 +277,7 @@ def write_index(out):
         parts.append("</section>")
     parts.append("</body></html>\n")
     path = out / "index.html"
-    _atomic_write(path, "\n".join(parts))
+    atomic_write(path, "\n".join(parts))
     return path
 
 
