@@ -251,7 +251,8 @@ def constants_piece(loss, p):
 
 def t2_verdict(fit, p, lam, L, margin=0.0):
     """Theorem 2's rule: is the measured contraction factor at most ``1 - p lambda / (8 L)``
-    (plus ``margin``)? Used by study T2 (:mod:`mixlinreg.theory.studies.t2`).
+    (plus ``margin``)? Study T2's ``decide`` (:mod:`mixlinreg.theory.studies.t2`) makes the same
+    comparison, against the bound its measurement computed with the same ``theorem2_factor``.
 
     >>> from mixlinreg.stats import Fit
     >>> t2_verdict(Fit(0.6, 0.58, 0.62, 8), 0.5, 0.1, 0.25)

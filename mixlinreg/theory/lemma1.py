@@ -35,7 +35,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 from scipy import optimize, special, stats
 
 from .._validation import as_generator, check_bool
@@ -46,7 +45,8 @@ from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 
 __all__ = ["PLACEMENTS", "residual_eigenvalues", "chernoff_exponent", "log_f_cdf",
            "misclassification_probability", "simulate_misclassification", "placement",
-           "exponent_from_angles", "worst_placement", "form_verdict", "FormVerdict"]
+           "exponent_from_angles", "worst_placement", "form_edges", "form_edge_verdicts",
+           "form_verdict", "FormVerdict", "mc_allowed_outside", "mc_agreement_verdict"]
 
 PLACEMENTS = ("collinear", "orthogonal_same", "orthogonal_opposite", "random", "worst")
 
@@ -632,6 +632,15 @@ def form_verdict(alpha, rho, exponent, form=None, *, tol=0.05):
     >>> form_verdict(al, rh, (A * R / (R + 1)) ** 2 * A).verdict  # alpha^3: ratio -> 0
     'not supported'
     """
+    m = form_edges(alpha, rho, exponent, form)
+    v, ev, loose = form_edge_verdicts(m["edges"], tol)
+    return FormVerdict(verdict=v, c2=m["c2"], argmin=m["argmin"], spread=m["spread"],
+                       edges=m["edges"], edge_verdicts=ev, loose=loose)
+
+
+def form_edges(alpha, rho, exponent, form=None):
+    """The measurement of :func:`form_verdict` (same arguments, no ``tol``): ``{"c2", "argmin",
+    "spread", "edges"}`` of the ratio ``exponent / form``, as in :class:`FormVerdict`."""
     al = np.asarray(alpha, dtype=float)
     rh = np.asarray(rho, dtype=float)
     if al.ndim != 1 or al.size < 3 or np.any(np.diff(al) <= 0) or al[0] <= 0 or al[-1] >= 0.5:
@@ -648,8 +657,6 @@ def form_verdict(alpha, rho, exponent, form=None, *, tol=0.05):
     fm = np.asarray(form, dtype=float)
     if fm.shape != ex.shape or not np.all(np.isfinite(fm)) or np.any(fm <= 0):
         raise ValueError(f"form must be finite and > 0 with shape {ex.shape}, got shape {fm.shape}")
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be finite and > 0, got {tol!r}")
     ratio = ex / fm
     i, j = np.unravel_index(np.argmin(ratio), ratio.shape)
     m_alpha = ratio.min(axis=1)
@@ -657,6 +664,15 @@ def form_verdict(alpha, rho, exponent, form=None, *, tol=0.05):
     edges = {"alpha->0": _edge_fit(al, m_alpha, True),
              "rho->0": _edge_fit(rh, m_rho, True),
              "rho->inf": _edge_fit(rh, m_rho, False)}
+    return dict(c2=float(ratio[i, j]), argmin=(float(al[i]), float(rh[j])),
+                spread=float(ratio.max() / ratio.min()), edges=edges)
+
+
+def form_edge_verdicts(edges, tol):
+    """The rule of :func:`form_verdict` on the edge slopes ``edges`` (from :func:`form_edges`):
+    ``(verdict, edge_verdicts, loose)`` as in :class:`FormVerdict`."""
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be finite and > 0, got {tol!r}")
     # falling toward the edge: alpha->0 and rho->0 need slope <= tol, rho->inf needs slope >= -tol
     ev = {"alpha->0": verdict_at_most(edges["alpha->0"], tol),
           "rho->0": verdict_at_most(edges["rho->0"], tol),
@@ -666,9 +682,7 @@ def form_verdict(alpha, rho, exponent, form=None, *, tol=0.05):
     v = combine(list(ev.values()))
     if v == HOLDS and loose:
         v = CAVEAT
-    return FormVerdict(verdict=v, c2=float(ratio[i, j]), argmin=(float(al[i]), float(rh[j])),
-                       spread=float(ratio.max() / ratio.min()), edges=edges, edge_verdicts=ev,
-                       loose=loose)
+    return v, ev, loose
 
 
 def mc_agreement_verdict(n_outside, n_compared, *, level=0.99, quantile=0.999):
@@ -688,5 +702,10 @@ def mc_agreement_verdict(n_outside, n_compared, *, level=0.99, quantile=0.999):
     """
     if n_compared < 1:
         return INCONCLUSIVE
-    allowed = int(stats.binom.ppf(quantile, n_compared, 1.0 - level))
-    return HOLDS if n_outside <= allowed else NOT_SUPPORTED
+    return HOLDS if n_outside <= mc_allowed_outside(n_compared, level, quantile) else NOT_SUPPORTED
+
+
+def mc_allowed_outside(n_compared, level, quantile):
+    """The misses :func:`mc_agreement_verdict` allows: the ``quantile`` of ``Binomial(n_compared,
+    1 - level)`` (0 when nothing is compared)."""
+    return int(stats.binom.ppf(quantile, n_compared, 1.0 - level)) if n_compared else 0

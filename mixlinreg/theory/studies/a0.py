@@ -14,7 +14,10 @@ Two settings: an easy one where every run succeeds (the absolute check: success 
 estimates make part of the runs fail from every start (the comparison: the smallest ``alpha0``
 must not be materially worse than the largest, by Newcombe's paired interval,
 :func:`~mixlinreg.theory.initialization.a0_compare_verdict`). The verdict is the weaker of the two.
-``k = 4`` is context. Config: ``mixlinreg/configs/studies/A0.toml``.
+``k = 4`` is context. The analysis is in three steps: :func:`measure` (the counts, cells and
+summaries), :func:`decide` (pure: the counts held to the margin, target, floor and confidence; the
+verdict and its deciding numbers) and :func:`analyze` (the description; its sensitivity lines call
+:func:`decide` at the neighbouring thresholds). Config: ``mixlinreg/configs/studies/A0.toml``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import numpy as np
 import pandas as pd
 
 from ...config import Spec
+from ...stats import wilson_interval
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..initialization import (A0_DIRECTIONS, a0_cells, a0_compare_verdict, a0_summary,
                               a0_trial_rows, a0_verdict)
-from ..study import Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 _OPEN01 = dict(low=0, high=1, open="both")
 SCHEMA = {
@@ -135,52 +139,106 @@ def _runs(table):
     return runs
 
 
-def _decide(cells, runs, p, margin, target, floor, confidence):
-    """The verdict at these thresholds: the k = 2 comparison and the absolute rule, the weaker."""
-    v_cmp, cinfo = a0_compare_verdict(cells, k=2, margin=margin, confidence=confidence)
-    summ = a0_summary(runs, confidence)
-    absolute = summ[summ["setting"] == p["absolute_setting"]].drop(columns="setting")
-    v_abs, ainfo = a0_verdict(absolute, k=2, target=target, floor=floor)
-    return combine([v_cmp, v_abs]), v_cmp, cinfo, v_abs, ainfo
+def measure(table, params):
+    """The measured quantities (deterministic): ``runs`` (the rows, flags as bools), ``cells``
+    (:func:`~mixlinreg.theory.initialization.a0_cells`: per (setting, k, resample, direction,
+    alpha0) the successes and the 2 x 2 counts paired against the largest alpha0), ``summary``
+    (:func:`~mixlinreg.theory.initialization.a0_summary`) and ``per_trial`` (the known-cluster
+    errors); intervals at the config's confidence (:func:`decide` recomputes the ones it holds to
+    the thresholds from the counts, at the confidence it is given)."""
+    conf = params["margins"]["confidence"]
+    runs = _runs(table)
+    per_trial = runs.drop_duplicates(["setting", "k", "trial"])[
+        ["setting", "k", "trial", "sigma", "oracle_all", "oracle_block", "oracle_gd"]].copy()
+    for col in ("oracle_all", "oracle_block", "oracle_gd"):
+        per_trial[col + "_over_sigma"] = (per_trial[col] / per_trial["sigma"]).round(4)
+        per_trial = per_trial.drop(columns=col)
+    return dict(runs=runs, cells=a0_cells(runs, conf), summary=a0_summary(runs, conf),
+                per_trial=per_trial)
+
+
+def _absolute_rows(cells, setting, confidence):
+    """The absolute setting's success counts per (k, resample, direction, alpha0) with their
+    Wilson interval at ``confidence``: the rows :func:`a0_verdict` reads (as from a0_summary)."""
+    a = cells[cells["setting"] == setting][["k", "resample", "direction", "alpha0", "trials",
+                                             "successes"]].reset_index(drop=True)
+    lo, hi = wilson_interval(a["successes"].to_numpy(), a["trials"].to_numpy(), confidence)
+    return a.assign(p=a["successes"] / a["trials"], lo=lo, hi=hi)
+
+
+def decide(m, params) -> Decision:
+    """The verdict of A0 from the cell counts ``m["cells"]`` (columns ``setting, k, resample,
+    direction, alpha0, trials, successes, n_both, n_ref_only, n_this_only, n_neither``, as from
+    :func:`~mixlinreg.theory.initialization.a0_cells`) and the config's ``margin``, ``target``,
+    ``floor`` and ``confidence`` (the intervals are made from the counts at that confidence); pure.
+
+    The weaker of two parts, both k = 2:
+
+    * comparison (:func:`~mixlinreg.theory.initialization.a0_compare_verdict`), per (setting,
+      resample, direction): the paired difference P(largest alpha0) - P(smallest alpha0), Newcombe
+      interval [lo, hi]: some lo > margin -> not supported; no case informative (P(largest) Wilson
+      lower bound > margin) -> inconclusive; every hi <= margin -> holds; else inconclusive;
+    * absolute (:func:`~mixlinreg.theory.initialization.a0_verdict`), the absolute setting at the
+      smallest alpha0 with resampling, per direction: some Wilson hi < floor -> not supported;
+      every lo >= target -> holds (a caveat if some direction without resampling has hi <
+      target); some lo >= target and the others hi < target -> caveat; else inconclusive.
+    """
+    mg, setting = params["margins"], params["params"]["absolute_setting"]
+    margin, target, floor, conf = mg["margin"], mg["target"], mg["floor"], mg["confidence"]
+    v_cmp, cinfo = a0_compare_verdict(m["cells"], k=2, margin=margin, confidence=conf)
+    cases = cinfo["cases"]
+    v_abs, ainfo = a0_verdict(_absolute_rows(m["cells"], setting, conf), k=2, target=target,
+                              floor=floor)
+    rs, pl = ainfo["resampled"], ainfo["plain"]
+    numbers = {
+        "margin": margin, "confidence": conf,
+        "largest difference lo": float(cases["lo"].max()),
+        "largest difference hi": float(cases["hi"].max()),
+        "largest P(largest alpha0) lo": float(cases["p_ref_lo"].max()),
+        "verdict comparison": v_cmp,
+        "target": target, "floor": floor,
+        "smallest success lo, resampled": float(rs["lo"].min()),
+        "smallest success hi, resampled": float(rs["hi"].min()),
+        "smallest success hi, no resampling": float(pl["hi"].min()) if len(pl) else np.nan,
+        "verdict absolute": v_abs}
+    return Decision(combine([v_cmp, v_abs]), numbers)
 
 
 def _rho(cfg):
     return cfg["delta"] ** 2 / cfg["sigma"] ** 2
 
 
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    settings = settings_of(params)
-    runs = _runs(table)
-    conf = mg["confidence"]
-    cells = a0_cells(runs, conf)
-    summary = a0_summary(runs, conf)
-    per_trial = runs.drop_duplicates(["setting", "k", "trial"])[
-        ["setting", "k", "trial", "sigma", "oracle_all", "oracle_block", "oracle_gd"]].copy()
-    for col in ("oracle_all", "oracle_block", "oracle_gd"):
-        per_trial[col + "_over_sigma"] = (per_trial[col] / per_trial["sigma"]).round(4)
-        per_trial = per_trial.drop(columns=col)
-    margin, target, floor = mg["margin"], mg["target"], mg["floor"]
-    verdict, v_cmp, cinfo, v_abs, ainfo = _decide(cells, runs, p, margin, target, floor, conf)
-    cases = cinfo["cases"]
-    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
-    sig = p["success_sigmas"]
-    absolute = p["absolute_setting"]
+def _details(m, params):
+    """The two parts' case tables and one-sentence reasons, for the description (the verdicts
+    are :func:`decide`'s; these are the same rules' accounts of them)."""
+    mg, setting = params["margins"], params["params"]["absolute_setting"]
+    _, cinfo = a0_compare_verdict(m["cells"], k=2, margin=mg["margin"],
+                                  confidence=mg["confidence"])
+    _, ainfo = a0_verdict(_absolute_rows(m["cells"], setting, mg["confidence"]), k=2,
+                          target=mg["target"], floor=mg["floor"])
+    return cinfo, ainfo
 
-    # ---------------------------------------------------------------- deciding numbers
+
+def _floors(m, settings):
+    """Per setting: the k = 2 known-cluster resampled GD errors / sigma, one per trial."""
+    per_trial = m["per_trial"]
+    return {name: per_trial[(per_trial["setting"] == name) & (per_trial["k"] == 2)]
+            for name in settings}
+
+
+def _numbers(cinfo, floors, sig):
+    """The record's table: the k = 2 paired differences and the known-cluster floors."""
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
     rows = []
-    for r in cases.itertuples(index=False):
+    for r in cinfo["cases"].itertuples(index=False):
         rows.append(dict(
             quantity=f"P(a0={a_ref:g}) - P(a0={a_min:g}), k=2", setting=r.setting,
             resample="yes" if r.resample else "no", direction=r.direction, estimate=r.diff,
             lo=r.lo, hi=r.hi, trials=r.trials,
             detail=(f"P({a_ref:g}) = {r.p_ref:.3f}, P({a_min:g}) = {r.p_min:.3f}; only "
                     f"{a_ref:g}: {r.n_ref_only}, only {a_min:g}: {r.n_this_only}")))
-    floors = {}
-    for name in settings:
-        o = per_trial[(per_trial["setting"] == name) & (per_trial["k"] == 2)]
+    for name, o in floors.items():
         v = o["oracle_gd_over_sigma"].to_numpy()
-        floors[name] = v
         rows.append(dict(
             quantity="known-cluster resampled GD error / sigma, k=2", setting=name, resample="yes",
             direction="(known clusters)", estimate=float(v.mean()),
@@ -188,39 +246,24 @@ def analyze(table, params, rng):
             detail=(f"mean [5%, 95%] over trials; max {v.max():.3f}; <= {sig:g} sigma in "
                     f"{(v <= sig).mean():.3f} of trials; oracle on all rows "
                     f"{o['oracle_all_over_sigma'].mean():.3f}")))
-    numbers = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
 
-    # ---------------------------------------------------------------- summary
-    def p_fmt(name, direction, alpha):
-        r = summary[(summary["setting"] == name) & (summary["k"] == 2)
-                    & summary["resample"].astype(bool) & (summary["direction"] == direction)
-                    & np.isclose(summary["alpha0"], alpha)].iloc[0]
-        return f"{r.successes}/{r.trials} = {r.p:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
 
-    def d_fmt(r):
-        return f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
+def _d_fmt(r):
+    return f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
 
-    def describe(name):
-        cfg = settings[name]
-        return (f"{name}: sigma = {cfg['sigma']:g} (rho = Delta^2/sigma^2 = {_rho(cfg):.3g}), "
-                f"Delta = {cfg['delta']:g}, d = {cfg['d']}, T = {cfg['n_iter']} iterations, "
-                f"n' = {cfg['n_prime']} (n = {2 * cfg['n_iter'] * cfg['n_prime']}), "
-                f"{cfg['m_per_cluster']} machines per cluster")
 
-    others = [n for n in settings if n != absolute]
-    hard_txt = []
+def _hard_texts(m, cinfo, others):
+    """The comparison's cases in the other settings, and the first estimate's misclassification
+    there (mixed placement, resampled) at the smallest and the largest alpha0."""
+    summary, cases = m["summary"], cinfo["cases"]
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
+    hard_txt, mis_txt = [], []
     for name in others:
         c = cases[(cases["setting"] == name) & cases["resample"].astype(bool)]
         hard_txt.append(f"{name}, k = 2, resampled: " + "; ".join(
             f"{r['direction']}: P({a_ref:g}) = {r['p_ref']:.2f}, P({a_min:g}) = {r['p_min']:.2f}, "
-            f"difference {d_fmt(r)}" for _, r in c.iterrows()))
-    worst = cases.loc[cases["hi"].idxmax()]
-    floor_txt = "; ".join(
-        f"{n}: mean {v.mean():.3f} sigma, max {v.max():.3f} sigma, <= {sig:g} sigma in "
-        f"{(v <= sig).mean():.1%} of the trials" for n, v in floors.items())
-    share = p["floor_share"]
-    floor_ok = all((v <= sig).mean() >= share for v in floors.values())
-    mis_txt = []
+            f"difference {_d_fmt(r)}" for _, r in c.iterrows()))
     for name in others:
         mis = summary[(summary["setting"] == name) & (summary["k"] == 2)
                       & summary["resample"].astype(bool) & (summary["direction"] == "mixed")]
@@ -230,9 +273,15 @@ def analyze(table, params, rng):
             mis_txt.append(f"in the {name} setting the first cluster estimate (mixed placement, "
                            f"resampled) misclassifies {m_min:.3f} of the machines at alpha0 = "
                            f"{a_min:g} against {m_ref:.3f} at {a_ref:g}")
-    k_other = [k for k in sorted(set(cells["k"])) if k != 2]
+    return hard_txt, mis_txt
+
+
+def _context_text(m, cinfo, settings):
+    """k other than 2 (context, no claim): the resampled success ranges over the directions."""
+    cells = m["cells"]
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
     ctx_txt = []
-    for k in k_other:
+    for k in [k for k in sorted(set(cells["k"])) if k != 2]:
         kc = cells[(cells["k"] == k) & cells["resample"].astype(bool)]
         for name in settings:
             c = kc[kc["setting"] == name]
@@ -244,34 +293,68 @@ def analyze(table, params, rng):
                 f"k = {k}, {name}: P({a_ref:g}) {cr['p'].min():.2f}-{cr['p'].max():.2f}, "
                 f"P({a_min:g}) {cm['p'].min():.2f}-{cm['p'].max():.2f}, differences "
                 f"{cm['diff'].min():+.3f} to {cm['diff'].max():+.3f} over the directions")
-    abs_txt = ", ".join(f"{d} {p_fmt(absolute, d, ainfo['alpha0'])}" for d in p["directions"])
-    verdict_expl = {
-        HOLDS: "both parts hold",
-        CAVEAT: "the comparison holds but the absolute rule only with a caveat",
-        INCONCLUSIVE: "at least one part does not decide",
-        NOT_SUPPORTED: "at least one part contradicts the claim",
-    }[verdict]
-    pct = f"{100 * conf:g}%"
-    summary_text = (
+    return ctx_txt
+
+
+def _describe(name, cfg):
+    return (f"{name}: sigma = {cfg['sigma']:g} (rho = Delta^2/sigma^2 = {_rho(cfg):.3g}), "
+            f"Delta = {cfg['delta']:g}, d = {cfg['d']}, T = {cfg['n_iter']} iterations, "
+            f"n' = {cfg['n_prime']} (n = {2 * cfg['n_iter'] * cfg['n_prime']}), "
+            f"{cfg['m_per_cluster']} machines per cluster")
+
+
+_VERDICT_EXPL = {
+    HOLDS: "both parts hold",
+    CAVEAT: "the comparison holds but the absolute rule only with a caveat",
+    INCONCLUSIVE: "at least one part does not decide",
+    NOT_SUPPORTED: "at least one part contradicts the claim",
+}
+
+
+def _summary(m, d, cinfo, ainfo, params, settings, floors):
+    p, mg, n = params["params"], params["margins"], d.numbers
+    summary, cases = m["summary"], cinfo["cases"]
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
+    margin, target, floor, sig = mg["margin"], mg["target"], mg["floor"], p["success_sigmas"]
+    absolute, v_cmp, v_abs = p["absolute_setting"], n["verdict comparison"], n["verdict absolute"]
+    others = [s for s in settings if s != absolute]
+    hard_txt, mis_txt = _hard_texts(m, cinfo, others)
+    ctx_txt = _context_text(m, cinfo, settings)
+
+    def p_fmt(direction):
+        r = summary[(summary["setting"] == absolute) & (summary["k"] == 2)
+                    & summary["resample"].astype(bool) & (summary["direction"] == direction)
+                    & np.isclose(summary["alpha0"], ainfo["alpha0"])].iloc[0]
+        return f"{r.successes}/{r.trials} = {r.p:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
+
+    worst = cases.loc[cases["hi"].idxmax()]
+    fl = {s: o["oracle_gd_over_sigma"].to_numpy() for s, o in floors.items()}
+    floor_txt = "; ".join(
+        f"{s}: mean {v.mean():.3f} sigma, max {v.max():.3f} sigma, <= {sig:g} sigma in "
+        f"{(v <= sig).mean():.1%} of the trials" for s, v in fl.items())
+    share = p["floor_share"]
+    floor_ok = all((v <= sig).mean() >= share for v in fl.values())
+    abs_txt = ", ".join(f"{dd} {p_fmt(dd)}" for dd in p["directions"])
+    return (
         f"Success = final one-to-one matched distance <= {sig:g} sigma (the paper's text rule), "
         f"step gamma p = {p['gamma_p']:g} in both modes, {p['trials']} independent trials per "
         f"(setting, k), each trial's data shared by every alpha0, direction and mode. Settings: "
-        + "; ".join(describe(n) for n in settings) + ". "
+        + "; ".join(_describe(s, settings[s]) for s in settings) + ". "
         f"Rule (k = 2): in each of the {len(cases)} cases (setting x resample x direction) the "
-        f"paired difference P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g}) with Newcombe's {pct} "
-        f"interval; not supported if some lower bound is > {margin:g} (a small alpha0 clearly "
-        f"worse), holds if every upper bound is <= {margin:g} and the {absolute} setting's "
-        f"absolute rule holds (Wilson lower bound >= {target:g} at alpha0 = {ainfo['alpha0']:g} "
-        f"with resampling in every direction, not supported below {floor:g}), inconclusive if an "
-        f"interval straddles {margin:g}; the verdict is the weaker of the two parts. "
-        f"Comparison: {v_cmp} ({cinfo['reason']}). " + ". ".join(hard_txt) + ". "
-        f"Largest upper bound over all cases: {d_fmt(worst)} ({worst['setting']}, "
+        f"paired difference P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g}) with Newcombe's "
+        f"{100 * mg['confidence']:g}% interval; not supported if some lower bound is > "
+        f"{margin:g} (a small alpha0 clearly worse), holds if every upper bound is <= {margin:g} "
+        f"and the {absolute} setting's absolute rule holds (Wilson lower bound >= {target:g} at "
+        f"alpha0 = {ainfo['alpha0']:g} with resampling in every direction, not supported below "
+        f"{floor:g}), inconclusive if an interval straddles {margin:g}; the verdict is the weaker "
+        f"of the two parts. Comparison: {v_cmp} ({cinfo['reason']}). " + ". ".join(hard_txt)
+        + f". Largest upper bound over all cases: {_d_fmt(worst)} ({worst['setting']}, "
         f"{'resampled' if bool(worst['resample']) else 'no resampling'}, {worst['direction']}). "
         + (f"The smallest alpha0 is detectably (lower bound > 0) but not materially worse in "
            f"{int((cases['lo'] > 0).sum())} of the {len(cases)} cases (largest difference "
            f"{cases['diff'].max():+.3f}). " if (cases["lo"] > 0).any() and v_cmp == HOLDS else "")
         + f"Absolute rule ({absolute}, k = 2, resampled, alpha0 = {ainfo['alpha0']:g}): {v_abs} "
-        f"({ainfo['reason']}; {abs_txt}). Overall: {verdict_expl}. "
+        f"({ainfo['reason']}; {abs_txt}). Overall: {_VERDICT_EXPL[d.verdict]}. "
         + (f"The start does matter at first: {'; '.join(mis_txt)}. " if mis_txt else "")
         + f"Known-cluster floor of the resampled runs (same steps and blocks, true clusters): "
         f"{floor_txt}"
@@ -281,6 +364,12 @@ def analyze(table, params, rng):
            f"setting's trials, so failures there are partly statistical. ")
         + ("Context (no claim in the paper), resampled: " + "; ".join(ctx_txt) + "."
            if ctx_txt else ""))
+
+
+def _caveats(cinfo, params, settings):
+    p, margin = params["params"], params["margins"]["margin"]
+    a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
+    others = [s for s in settings if s != p["absolute_setting"]]
     caveats = [
         f"The {', '.join(others) or 'other'} setting's failures come from noisy cluster estimates "
         f"at every iteration (they occur at alpha0 = {a_ref:g} too); the comparison asks whether a "
@@ -300,7 +389,7 @@ def analyze(table, params, rng):
             f"at alpha0 = {a_min:g} (k = 2) is {req:.3g} in the {name} setting, against n' = "
             f"{cfg['n_prime']}: the runs are far outside the sufficient condition (up to its "
             "unknown constant), so they test whether it is needed, not the theorem's constants.")
-    caveats += [
+    return caveats + [
         "The 'mixed' placement (model 0 orthogonal, the others adversarial) is defined in this "
         "study, not by the paper: the adversarial placement of init_close keeps the two models "
         "2 alpha0 Delta apart, which makes the noise of the machines' comparison shrink with "
@@ -317,26 +406,59 @@ def analyze(table, params, rng):
         "the per-trial oracle errors.",
     ]
 
-    def at(**kw):  # the verdict with one threshold moved, from the same runs
-        chosen = dict(margin=margin, target=target, floor=floor, confidence=conf)
-        return _decide(cells, runs, p, **{**chosen, **kw})[0]
 
-    sens = [
-        sensitivity_line("margin for 'materially worse'", margin, lambda v: at(margin=v),
-                         mg["margin_neighbours"]),
-        sensitivity_line(f"absolute rule's target in the {absolute} setting", target,
-                         lambda v: at(target=v), mg["target_neighbours"]),
-        sensitivity_line(f"absolute rule's floor in the {absolute} setting", floor,
-                         lambda v: at(floor=v), mg["floor_neighbours"]),
-        sensitivity_line("confidence of the intervals", conf, lambda v: at(confidence=v),
-                         mg["confidence_neighbours"]),
-    ]
-    return Verdict(verdict, numbers, summary_text, caveats=caveats, sensitivity=sens,
-                   tables={"_cells.csv": cells.round(6), "_summary.csv": summary,
-                           "_trials.csv": per_trial})
+def sensitivity(m, params):
+    """The sensitivity lines: :func:`decide` on the same counts with one threshold moved."""
+    mg, absolute = params["margins"], params["params"]["absolute_setting"]
+
+    def at(key):
+        return lambda v: decide(m, {**params, "margins": {**mg, key: v}}).verdict
+
+    return [sensitivity_line(what, mg[key], at(key), mg[f"{key}_neighbours"]) for key, what in (
+        ("margin", "margin for 'materially worse'"),
+        ("target", f"absolute rule's target in the {absolute} setting"),
+        ("floor", f"absolute rule's floor in the {absolute} setting"),
+        ("confidence", "confidence of the intervals"))]
+
+
+def analyze(table, params, rng):
+    settings = settings_of(params)
+    m = measure(table, params)
+    d = decide(m, params)
+    cinfo, ainfo = _details(m, params)
+    floors = _floors(m, settings)
+    return Verdict(d.verdict, _numbers(cinfo, floors, params["params"]["success_sigmas"]),
+                   _summary(m, d, cinfo, ainfo, params, settings, floors),
+                   caveats=_caveats(cinfo, params, settings), sensitivity=sensitivity(m, params),
+                   tables={"_cells.csv": m["cells"].round(6), "_summary.csv": m["summary"],
+                           "_trials.csv": m["per_trial"]})
 
 
 # ------------------------------------------------------------------------------ the figure
+
+
+def _difference_panel(ax, cases, colors, markers, margin, confidence):
+    """The figure's panel of the verdict's k = 2 paired differences, with the margin."""
+    c = cases.reset_index(drop=True)
+    x = np.arange(len(c))
+    for i, r in c.iterrows():
+        color = colors.get(r["direction"], "k")
+        ax.errorbar(x[i], r["diff"], yerr=[[r["diff"] - r["lo"]], [r["hi"] - r["diff"]]],
+                    fmt=markers.get(r["direction"], "o"), color=color, capsize=3,
+                    mfc="none" if not bool(r["resample"]) else color)
+    ax.axhline(margin, ls="--", color="tab:red", lw=1)
+    ax.axhline(0, color="0.4", lw=0.8)
+    ax.axhline(-margin, ls=":", color="0.5", lw=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['setting']}\n{'rs' if bool(r['resample']) else 'all'}"
+                        for _, r in c.iterrows()], fontsize=7)
+    a_min = cases["alpha_min"].min() if len(cases) else np.nan
+    a_ref = cases["alpha_ref"].max() if len(cases) else np.nan
+    ax.set_ylabel(f"P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g})")
+    ax.set_title(f"k = 2: paired difference, Newcombe {100 * confidence:g}% (dashed red: "
+                 f"margin {margin:g})\nrs = resampled (filled), all = no resampling (open)",
+                 fontsize=8.5)
+    ax.grid(alpha=0.3)
 
 
 def figure(table, verdict, params):
@@ -395,28 +517,7 @@ def figure(table, verdict, params):
                 Line2D([], [], color="0.3", ls=":", label="no resampling")]
     axes[0, 0].legend(handles=handles, loc="lower right", fontsize=7)
 
-    # paired differences of the verdict
-    ax = axes[-1, 0]
-    c = cases.reset_index(drop=True)
-    x = np.arange(len(c))
-    for i, r in c.iterrows():
-        color = colors.get(r["direction"], "k")
-        ax.errorbar(x[i], r["diff"], yerr=[[r["diff"] - r["lo"]], [r["hi"] - r["diff"]]],
-                    fmt=markers.get(r["direction"], "o"), color=color, capsize=3,
-                    mfc="none" if not bool(r["resample"]) else color)
-    ax.axhline(margin, ls="--", color="tab:red", lw=1)
-    ax.axhline(0, color="0.4", lw=0.8)
-    ax.axhline(-margin, ls=":", color="0.5", lw=0.8)
-    ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['setting']}\n{'rs' if bool(r['resample']) else 'all'}"
-                        for _, r in c.iterrows()], fontsize=7)
-    a_min = cases["alpha_min"].min() if len(cases) else np.nan
-    a_ref = cases["alpha_ref"].max() if len(cases) else np.nan
-    ax.set_ylabel(f"P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g})")
-    ax.set_title(f"k = 2: paired difference, Newcombe {100 * mg['confidence']:g}% (dashed red: "
-                 f"margin {margin:g})\nrs = resampled (filled), all = no resampling (open)",
-                 fontsize=8.5)
-    ax.grid(alpha=0.3)
+    _difference_panel(axes[-1, 0], cases, colors, markers, margin, mg["confidence"])
 
     ax = axes[-1, 1]
     s = summary[(summary["k"] == 2) & summary["resample"].astype(bool)]
@@ -448,4 +549,5 @@ STUDY = Study(
               "version (also its abstract and Section 1); the NeurIPS version does not make this "
               "claim: its Assumption 1 (Section 5.1) asks ||theta_j^(0) - theta*_j|| <= Delta/4 "
               "(alpha0 = 1/4 fixed), and its abstract and Section 1 do not mention it"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)

@@ -19,6 +19,11 @@ machines over the plateau window is reported (zero means that term contributes n
 iterations needed to reach ``iter_target x eps`` (max over clusters) are regressed on
 ``ln(Delta/eps)``.
 
+The analysis is in three steps: :func:`measure` (the slopes, with bootstrap intervals),
+:func:`decide` (pure: the slopes held to the exponent margin, the verdict and its deciding numbers)
+and :func:`analyze` (the description; its sensitivity lines call :func:`decide` at the neighbouring
+margins, re-measuring the iteration slope at each neighbouring iteration target).
+
 Config: ``mixlinreg/configs/studies/C1.toml``.
 """
 
@@ -35,7 +40,7 @@ from .. import bounds
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, exponent_verdict, linear_data, oracle_rms, oracle_theta,
                       p_exponent_verdict, simplex_centers, stationary_rms)
-from ..study import Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 FACTORS = ("sigma", "d", "m", "n_prime", "p")
 _LEVELS = {"sigma": "sigma_levels", "d": "d_levels", "m": "m_levels",
@@ -182,106 +187,150 @@ def _iteration_fit(units_df, delta, n_boot, rng):
                         rng=rng("iterations"))
 
 
-def _verdicts(slopes, it_fit, margin):
-    """The five exponent rules and the iteration rule (slope <= 1/ln 2 per unit of ln)."""
-    v = [_slope_rule(f, slopes[f], margin) for f in FACTORS]
-    return v + [verdict_at_most(it_fit, 1.0 / math.log(2.0), margin)]
-
-
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    delta, n_boot, T = p["delta"], p["n_boot"], p["T"]
-    margin, target = mg["exponent_margin"], mg["iter_target"]
-    units_df = _per_unit(table, target)
-    rows, slopes = [], {}
+def measure(table, params, rng):
+    """The measured quantities (bootstrap streams ``rng(name)``): ``units`` (one row per data set,
+    iteration counts at the config's ``iter_target``), ``slopes`` and ``oracle`` (the plateau's and
+    the known-cluster oracle's log-log slope per factor, as :class:`~mixlinreg.stats.Fit`) and
+    ``iterations`` (the iteration count's slope per unit of ``ln(Delta/eps)``)."""
+    p = params["params"]
+    n_boot = p["n_boot"]
+    units_df = _per_unit(table, params["margins"]["iter_target"])
+    slopes, oracle = {}, {}
     for factor in FACTORS:
         u = units_df[units_df["factor"] == factor]
-        fit = loglog_slope(u["level"], u["plateau"], n_boot=n_boot, rng=rng(f"slope_{factor}"))
-        ofit = loglog_slope(u["level"], u["oracle"], n_boot=n_boot, rng=rng(f"oracle_{factor}"))
-        slopes[factor] = fit
-        rows.append({"what": f"exponent of eps in {factor}", "estimate": fit.est, "lo": fit.lo,
-                     "hi": fit.hi, "bound": bounds.COROLLARY1_EXPONENTS[factor],
-                     "oracle_exponent": bounds.ORACLE_EXPONENTS[factor],
-                     "oracle_measured": ofit.fmt(), "verdict": _slope_rule(factor, fit, margin)})
+        slopes[factor] = loglog_slope(u["level"], u["plateau"], n_boot=n_boot,
+                                      rng=rng(f"slope_{factor}"))
+        oracle[factor] = loglog_slope(u["level"], u["oracle"], n_boot=n_boot,
+                                      rng=rng(f"oracle_{factor}"))
+    return dict(units=units_df, slopes=slopes, oracle=oracle,
+                iterations=_iteration_fit(units_df, p["delta"], n_boot, rng))
 
-    # iterations to reach target x eps against ln(Delta / eps)
-    ok = units_df["hit"] >= 0
-    it_fit = _iteration_fit(units_df, delta, n_boot, rng)
-    it_pred = 1.0 / math.log(2.0)
-    verdicts = _verdicts(slopes, it_fit, margin)
-    v_it = verdicts[-1]
-    v_it_ln = verdict_at_most(it_fit, 1.0, margin)
-    rows.append({"what": f"iterations to {target:g} eps per unit ln(Delta/eps)",
-                 "estimate": it_fit.est, "lo": it_fit.lo, "hi": it_fit.hi, "bound": it_pred,
-                 "oracle_exponent": np.nan,
-                 "oracle_measured": f"natural-log reading (slope <= 1): {v_it_ln}",
-                 "verdict": v_it})
-    t_meas = units_df.loc[ok, "iters"].to_numpy()
-    eps2 = target * units_df.loc[ok, "plateau"].to_numpy()
-    frac2 = float(np.mean(t_meas <= 2.0 + np.log2(delta / (4.0 * eps2))))
-    frac_ln = float(np.mean(t_meas <= 2.0 + np.log(delta / (4.0 * eps2))))
-    n_missing = int((~ok).sum())
 
-    # IFCA vs oracle and vs the exact correct-cluster floor
+_IT_BOUND = 1.0 / math.log(2.0)  # iterations per unit of ln(Delta/eps) for a factor 1/2 per step
+
+
+def decide(m, params) -> Decision:
+    """The verdict of C1 from the measured slopes ``m["slopes"]`` (per factor) and
+    ``m["iterations"]`` (Fits) and the config's ``exponent_margin``; pure. ``numbers`` holds each
+    rule's interval, the value it is held to and its verdict, and two readings reported alongside
+    (not combined): the natural-log reading of the iteration count and p against the oracle."""
+    margin = params["margins"]["exponent_margin"]
+    slopes, it = m["slopes"], m["iterations"]
+    # the plateau's exponents equal the bound's (sigma 1, d 1/2, m -1/2, n' -1/2) within margin;
+    # p: no worse than the bound's -1 within margin, "holds" if also equal, caveat if clearly better
+    v = {f: _slope_rule(f, slopes[f], margin) for f in FACTORS}
+    # the iteration count grows by at most 1/ln 2 (+ margin) per unit of ln(Delta/eps)
+    v_it = verdict_at_most(it, _IT_BOUND, margin)
+    numbers = {"exponent_margin": margin}
+    for f in FACTORS:
+        numbers.update({f"exponent {f}": slopes[f].est, f"exponent {f} lo": slopes[f].lo,
+                        f"exponent {f} hi": slopes[f].hi,
+                        f"bound {f}": bounds.COROLLARY1_EXPONENTS[f], f"verdict {f}": v[f]})
+    numbers.update({
+        "iterations slope": it.est, "iterations slope lo": it.lo, "iterations slope hi": it.hi,
+        "iterations bound": _IT_BOUND, "verdict iterations": v_it,
+        "verdict iterations, natural log (slope <= 1)": verdict_at_most(it, 1.0, margin),
+        "oracle exponent p": bounds.ORACLE_EXPONENTS["p"],
+        "verdict p against the oracle": verdict_equal(slopes["p"], bounds.ORACLE_EXPONENTS["p"],
+                                                      margin)})
+    return Decision(combine([*v.values(), v_it]), numbers)
+
+
+def _info_rows(m, table, p, rng):
+    """The rows of the numbers table that decide nothing (IFCA against the oracle and the exact
+    floor, the fitted c6), and the numbers the summary quotes."""
+    units_df, n_boot = m["units"], p["n_boot"]
     ratio = units_df["plateau"] / units_df["oracle"]
     ratio_pred = units_df["stat_pred"] / units_df["orc_pred"]
     rel_fit = _exp_fit(np.log(ratio / ratio_pred).to_numpy(), n_boot, rng("oracle_ratio"))
     floor_fit = _exp_fit(np.log(units_df["plateau"] / units_df["stat_pred"]).to_numpy(), n_boot,
                          rng("floor_ratio"))
-    rows.append({"what": "IFCA plateau / oracle least squares (mean, range)",
-                 "estimate": float(ratio.mean()), "lo": float(ratio.min()),
-                 "hi": float(ratio.max()), "bound": float(ratio_pred.mean()),
-                 "oracle_exponent": np.nan,
-                 "oracle_measured": f"measured/predicted {rel_fit.fmt()}", "verdict": "info"})
-    rows.append({"what": "IFCA plateau / exact correct-cluster floor",
-                 "estimate": floor_fit.est, "lo": floor_fit.lo, "hi": floor_fit.hi, "bound": 1.0,
-                 "oracle_exponent": np.nan, "oracle_measured": "", "verdict": "info"})
     c6 = units_df["plateau"] / bounds.statistical_term(
         sigma=units_df["sigma"], p=units_df["p"], d=units_df["d"], m=units_df["m"],
         n_prime=units_df["n_prime"])
     c6_by_p = c6.groupby(units_df["p"]).mean()
-    rows.append({"what": "fitted c6 = eps / ((sigma/p) sqrt(d/(m n'))) (mean, range)",
-                 "estimate": float(c6.mean()), "lo": float(c6.min()), "hi": float(c6.max()),
-                 "bound": np.nan, "oracle_exponent": np.nan,
-                 "oracle_measured": "by p: " + ", ".join(f"p={pp:.3g}: {cv:.3g}"
-                                                          for pp, cv in c6_by_p.items()),
-                 "verdict": "info"})
+    rows = [
+        {"what": "IFCA plateau / oracle least squares (mean, range)",
+         "estimate": float(ratio.mean()), "lo": float(ratio.min()), "hi": float(ratio.max()),
+         "bound": float(ratio_pred.mean()), "oracle_exponent": np.nan,
+         "oracle_measured": f"measured/predicted {rel_fit.fmt()}", "verdict": "info"},
+        {"what": "IFCA plateau / exact correct-cluster floor", "estimate": floor_fit.est,
+         "lo": floor_fit.lo, "hi": floor_fit.hi, "bound": 1.0, "oracle_exponent": np.nan,
+         "oracle_measured": "", "verdict": "info"},
+        {"what": "fitted c6 = eps / ((sigma/p) sqrt(d/(m n'))) (mean, range)",
+         "estimate": float(c6.mean()), "lo": float(c6.min()), "hi": float(c6.max()),
+         "bound": np.nan, "oracle_exponent": np.nan,
+         "oracle_measured": "by p: " + ", ".join(f"p={pp:.3g}: {cv:.3g}"
+                                                 for pp, cv in c6_by_p.items()),
+         "verdict": "info"}]
+    return rows, dict(ratio=float(ratio.mean()), ratio_pred=float(ratio_pred.mean()),
+                      floor_fit=floor_fit, mis_window=int(table["mis_window"].sum()),
+                      mis_total=int(table["mis_total"].sum()))
+
+
+def _numbers(m, d, target):
+    """The deciding rows of the numbers table: the five exponents and the iteration slope."""
+    n, rows = d.numbers, []
+    for f in FACTORS:
+        fit = m["slopes"][f]
+        rows.append({"what": f"exponent of eps in {f}", "estimate": fit.est, "lo": fit.lo,
+                     "hi": fit.hi, "bound": n[f"bound {f}"],
+                     "oracle_exponent": bounds.ORACLE_EXPONENTS[f],
+                     "oracle_measured": m["oracle"][f].fmt(), "verdict": n[f"verdict {f}"]})
+    it = m["iterations"]
+    rows.append({"what": f"iterations to {target:g} eps per unit ln(Delta/eps)",
+                 "estimate": it.est, "lo": it.lo, "hi": it.hi, "bound": n["iterations bound"],
+                 "oracle_exponent": np.nan,
+                 "oracle_measured": "natural-log reading (slope <= 1): "
+                                    f"{n['verdict iterations, natural log (slope <= 1)']}",
+                 "verdict": n["verdict iterations"]})
+    return rows
+
+
+def _summary(m, d, info, p, mg):
+    n, target, margin, delta = d.numbers, mg["iter_target"], mg["exponent_margin"], p["delta"]
+    units_df = m["units"]
+    ok = units_df["hit"] >= 0
+    t_meas = units_df.loc[ok, "iters"].to_numpy()
+    eps2 = target * units_df.loc[ok, "plateau"].to_numpy()
+    frac2 = float(np.mean(t_meas <= 2.0 + np.log2(delta / (4.0 * eps2))))
+    frac_ln = float(np.mean(t_meas <= 2.0 + np.log(delta / (4.0 * eps2))))
+    fs = {f: m["slopes"][f].fmt() for f in FACTORS}
+    v_by = {f: n[f"verdict {f}"] for f in FACTORS}
+    p_txt = {HOLDS: "matches the bound's 1/p",
+             CAVEAT: "is better than the bound's 1/p (the bound is loose in p)",
+             NOT_SUPPORTED: "is worse than the bound's 1/p",
+             INCONCLUSIVE: "cannot be told apart from the bound's 1/p edge"}[v_by["p"]]
+    k_lv, mis_window = p["k_levels"], info["mis_window"]
+    return (f"Plateau exponents, measured (bound; verdict): sigma {fs['sigma']} (1; "
+            f"{v_by['sigma']}), d {fs['d']} (0.5; {v_by['d']}), m {fs['m']} (-0.5; "
+            f"{v_by['m']}), n' {fs['n_prime']} (-0.5; {v_by['n_prime']}), p {fs['p']} (-1; "
+            f"{v_by['p']}). The p exponent {p_txt}; against the known-cluster oracle's -0.5 "
+            f"it is '{n['verdict p against the oracle']}' (margin {margin:g}). Plateau / exact "
+            "correct-cluster floor sigma sqrt(d/(3N-d-1)) (N = p m n', gamma p = "
+            f"{p['gamma_p']:g}) = {info['floor_fit'].fmt()}. "
+            f"IFCA / oracle on all n rows = {info['ratio']:.3g} on average (predicted "
+            f"sqrt((2TN-d-1)/(3N-d-1)) = {info['ratio_pred']:.3g} at T = {p['T']}: the paper's "
+            f"log factor). Iterations to reach {target:g} eps grow by "
+            f"{m['iterations'].fmt()} per unit of ln(Delta/eps) (1/ln 2 = "
+            f"{n['iterations bound']:.3g} for a factor 1/2 per step; {n['verdict iterations']}); "
+            f"the count is within 2 + log2(Delta/(4 eps)) in {100 * frac2:.0f}% of the data sets "
+            f"and within the natural-log reading 2 + ln(Delta/(4 eps)) in {100 * frac_ln:.0f}% "
+            f"(slope <= 1: {n['verdict iterations, natural log (slope <= 1)']}). Misclassified "
+            f"machines over the plateau windows: {mis_window} (over all iterations: "
+            f"{info['mis_total']}), so the exponential term plays no part at the plateau"
+            f"{'' if mis_window == 0 else ' except in a few data sets'}. "
+            f"Scope: equal cluster sizes only (p = 1/k, k in {min(k_lv)}..{max(k_lv)}); with "
+            "unequal sizes and p_max > 3p the corollary inherits Theorem 1's failure (T1).")
+
+
+def _caveats(m, p, mg):
+    margin, target, delta, k_lv = mg["exponent_margin"], mg["iter_target"], p["delta"], p["k_levels"]
     base_N = p["m"] * p["n_prime"] / p["k"]
     d_lv = np.asarray(p["d_levels"], dtype=float)
     d_bend = abs(np.polyfit(np.log(d_lv), np.log([stationary_rms(p["gamma_p"], 1.0, int(dd),
                                                                  base_N) for dd in d_lv]),
                             1)[0] - 0.5)
-    mis_window = int(table["mis_window"].sum())
-    mis_total = int(table["mis_total"].sum())
-    numbers = pd.DataFrame(rows)
-
-    verdict = combine(verdicts)
-    fs = {f: slopes[f].fmt() for f in FACTORS}
-    v_by = dict(zip(FACTORS, verdicts[:len(FACTORS)]))
-    v_p_oracle = verdict_equal(slopes["p"], bounds.ORACLE_EXPONENTS["p"], margin)
-    p_txt = {HOLDS: "matches the bound's 1/p",
-             CAVEAT: "is better than the bound's 1/p (the bound is loose in p)",
-             NOT_SUPPORTED: "is worse than the bound's 1/p",
-             INCONCLUSIVE: "cannot be told apart from the bound's 1/p edge"}[v_by["p"]]
-    k_lv = p["k_levels"]
-    summary = (f"Plateau exponents, measured (bound; verdict): sigma {fs['sigma']} (1; "
-               f"{v_by['sigma']}), d {fs['d']} (0.5; {v_by['d']}), m {fs['m']} (-0.5; "
-               f"{v_by['m']}), n' {fs['n_prime']} (-0.5; {v_by['n_prime']}), p {fs['p']} (-1; "
-               f"{v_by['p']}). The p exponent {p_txt}; against the known-cluster oracle's -0.5 "
-               f"it is '{v_p_oracle}' (margin {margin:g}). Plateau / exact "
-               "correct-cluster floor sigma sqrt(d/(3N-d-1)) (N = p m n', gamma p = "
-               f"{p['gamma_p']:g}) = {floor_fit.fmt()}. "
-               f"IFCA / oracle on all n rows = {ratio.mean():.3g} on average (predicted "
-               f"sqrt((2TN-d-1)/(3N-d-1)) = {ratio_pred.mean():.3g} at T = {T}: the paper's "
-               f"log factor). Iterations to reach {target:g} eps grow by {it_fit.fmt()} per unit "
-               f"of ln(Delta/eps) (1/ln 2 = {it_pred:.3g} for a factor 1/2 per step; {v_it}); the "
-               f"count is within 2 + log2(Delta/(4 eps)) in {100 * frac2:.0f}% of the data sets "
-               f"and within the natural-log reading 2 + ln(Delta/(4 eps)) in {100 * frac_ln:.0f}% "
-               f"(slope <= 1: {v_it_ln}). Misclassified machines over the plateau windows: "
-               f"{mis_window} (over all iterations: {mis_total}), so the exponential term plays "
-               f"no part at the plateau{'' if mis_window == 0 else ' except in a few data sets'}. "
-               f"Scope: equal cluster sizes only (p = 1/k, k in {min(k_lv)}..{max(k_lv)}); with "
-               "unequal sizes and p_max > 3p the corollary inherits Theorem 1's failure (T1).")
     caveats = [
         "The paper prints log without a base in T = 2 + log(Delta/(4 eps)); with the factor 1/2 "
         "of Theorem 1 it must be log2 (slope 1/ln 2 per unit of natural log); the natural-log "
@@ -304,20 +353,39 @@ def analyze(table, params, rng):
         "is the resolution of the iteration slope.",
         "Constants c6, c7 are not known: only exponents are checked; the fitted c6 is reported.",
     ]
+    n_missing = int((m["units"]["hit"] < 0).sum())
     if n_missing:
         caveats.append(f"{n_missing} data sets never reached {target:g} eps and are left out of "
                        "the iteration fit.")
-    sens = [
-        sensitivity_line("exponent margin", margin,
-                         lambda v: combine(_verdicts(slopes, it_fit, v)),
-                         mg["exponent_margin_neighbours"]),
-        sensitivity_line("iteration target (multiple of eps)", target,
-                         lambda v: combine(_verdicts(slopes, _iteration_fit(
-                             _per_unit(table, v), delta, n_boot, rng), margin)),
-                         mg["iter_target_neighbours"]),
-    ]
-    return Verdict(verdict, numbers, summary, caveats=caveats, sensitivity=sens,
-                   tables={"_units.csv": units_df})
+    return caveats
+
+
+def sensitivity(m, table, params, rng):
+    """The sensitivity lines: :func:`decide` with the exponent margin moved, and with the
+    iteration slope re-measured at each neighbouring iteration target."""
+    p, mg = params["params"], params["margins"]
+
+    def at_margin(v):
+        return decide(m, {**params, "margins": {**mg, "exponent_margin": v}}).verdict
+
+    def at_target(v):
+        it = _iteration_fit(_per_unit(table, v), p["delta"], p["n_boot"], rng)
+        return decide({**m, "iterations": it}, params).verdict
+
+    return [sensitivity_line("exponent margin", mg["exponent_margin"], at_margin,
+                             mg["exponent_margin_neighbours"]),
+            sensitivity_line("iteration target (multiple of eps)", mg["iter_target"], at_target,
+                             mg["iter_target_neighbours"])]
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    m = measure(table, params, rng)
+    d = decide(m, params)
+    info_rows, info = _info_rows(m, table, p, rng)
+    numbers = pd.DataFrame(_numbers(m, d, mg["iter_target"]) + info_rows)
+    return Verdict(d.verdict, numbers, _summary(m, d, info, p, mg), caveats=_caveats(m, p, mg),
+                   sensitivity=sensitivity(m, table, params, rng), tables={"_units.csv": m["units"]})
 
 
 # ------------------------------------------------------------------------------ figure
@@ -388,4 +456,5 @@ STUDY = Study(
     location=("Corollary 1, Section 5.1 of the long version (and the discussion after it; proof "
               "in Appendix B); Corollary 1, Section 5.1 of the NeurIPS version, stated there from "
               "models within Delta/4, with T = log(Delta/(4 eps)) (no '2 +')"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)

@@ -8,10 +8,11 @@ iterations (``n = 2 n' T``), and the known-cluster oracle (the same resampled gr
 run per true cluster, ``k = 1`` on that cluster's machines, step ``p_j / L``, so that its update
 equals IFCA's with correct labels). The final error ``max_j ||theta_j^(T) - theta_pop_j||`` is
 measured against ``n'`` at fixed ``m`` and against ``m`` at fixed ``n'``, several data sets per
-cell (a cell is a unit). The verdict is :func:`~mixlinreg.theory.convex.c2_verdicts` on the
-log-log slopes (bootstrap over seeds; allowance for the ``log(m n')`` factors from
-:func:`~mixlinreg.theory.convex.log_allowance`); the two terms are sized by a non-negative least
-squares fit (:func:`~mixlinreg.theory.convex.nnls_rate`).
+cell (a cell is a unit). The verdict (:func:`decide`, a pure function of what :func:`_fit`
+measures) is :func:`~mixlinreg.theory.convex.c2_verdicts` on the log-log slopes (bootstrap over
+seeds; allowance for the ``log(m n')`` factors from :func:`~mixlinreg.theory.convex.log_allowance`);
+the two terms are sized by a non-negative least squares fit
+(:func:`~mixlinreg.theory.convex.nnls_rate`).
 
 Config: ``mixlinreg/configs/studies/C2.toml``.
 """
@@ -30,7 +31,7 @@ from .. import bounds
 from ..study import CAVEAT, HOLDS, combine
 from ..convex import (D, K, LOSS_SETUPS, c2_verdicts, constants_piece, draw_cluster_data,
                       init_at_distance, log_allowance, nnls_rate, theta_star_of)
-from ..study import Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 SCHEMA = {
     "params": {
@@ -188,23 +189,53 @@ def _fit(table, p, rng):
     return out
 
 
+def decide(fits, params):
+    """Corollary 2's rules on the measured slopes ``fits`` (:func:`_fit`: per loss, the Fits
+    ``n_slope``, ``m_slopes`` ``{n': Fit}``, ``b`` and ``excess_large``, and the numbers
+    ``log_allowance`` and ``pred_excess_large``) with ``params["margins"]``' ``allowance_mult``
+    and ``loose_frac``.
+
+    Per loss, with ``allowance = allowance_mult x log_allowance``: the n'-slope's interval against
+    ``-1/2 + allowance`` and each m-slope's against ``0 + allowance``
+    (:func:`~mixlinreg.theory.convex.c2_verdicts`: "holds" at or below, "not supported" entirely
+    above); the claim is the weakest of them. A claim that holds gets a caveat when for some loss
+    the bound's 1/n' term is looser than measured: no 1/n' term is fitted (``b = 0``), or the
+    IFCA - oracle excess at the largest n' stays below ``loose_frac`` x the fitted ``b/n'``
+    (its interval's upper end). ``numbers``: the two margins and, per loss, the deciding values
+    and the limits they were held to."""
+    amult, lfrac = params["margins"]["allowance_mult"], params["margins"]["loose_frac"]
+    rules, loose, per_loss = {}, {}, {}
+    for loss, f in fits.items():
+        allowance = amult * f["log_allowance"]
+        # the slopes' intervals: n'-slope against -1/2 + allowance, each m-slope against 0 + it
+        rules[loss] = c2_verdicts(f["n_slope"], list(f["m_slopes"].values()), allowance)
+        # the 1/n' term looser than measured: none fitted, or the excess below a fraction of it
+        loose_below = lfrac * f["pred_excess_large"]
+        loose[loss] = bool(f["b"].est == 0 or f["excess_large"].hi < loose_below)
+        per_loss[loss] = {"allowance": allowance, "n_slope_hi": f["n_slope"].hi,
+                          "n_slope_limit": -0.5 + allowance,
+                          "m_slope_hi": {nf: v.hi for nf, v in f["m_slopes"].items()},
+                          "m_slope_limit": allowance, "b": f["b"].est,
+                          "excess_large_hi": f["excess_large"].hi, "loose_below": loose_below}
+    verdict = combine([v for r in rules.values() for v in r])
+    if verdict == HOLDS and any(loose.values()):
+        verdict = CAVEAT
+    return Decision(verdict, {"allowance_mult": amult, "loose_frac": lfrac, "rules": rules,
+                              "loose": loose, "losses": per_loss})
+
+
+def _margins(allowance_mult, loose_frac):
+    return {"margins": {"allowance_mult": allowance_mult, "loose_frac": loose_frac}}
+
+
 def _rules(f, allowance_mult):
-    """The slope rules of one loss (n' first) with allowance ``allowance_mult`` x the log one."""
-    return c2_verdicts(f["n_slope"], list(f["m_slopes"].values()),
-                       allowance_mult * f["log_allowance"])
-
-
-def _loose(f, loose_frac):
-    """A bound looser than measured: the fitted b/n' term predicts an excess at the largest n'
-    that the IFCA - oracle difference does not show (misclassification decays faster)."""
-    return bool(f["b"].est == 0 or f["excess_large"].hi < loose_frac * f["pred_excess_large"])
+    """:func:`decide`'s slope verdicts of one loss ``f`` (n' first) at ``allowance_mult``."""
+    return decide({"": f}, _margins(allowance_mult, 1.0)).numbers["rules"][""]
 
 
 def _overall(fits, allowance_mult, loose_frac):
-    verdict = combine([v for f in fits.values() for v in _rules(f, allowance_mult)])
-    if verdict == HOLDS and any(_loose(f, loose_frac) for f in fits.values()):
-        verdict = CAVEAT
-    return verdict
+    """:func:`decide`'s verdict at ``allowance_mult`` and ``loose_frac``."""
+    return decide(fits, _margins(allowance_mult, loose_frac)).verdict
 
 
 def _fits_table(fits):
@@ -228,13 +259,28 @@ def analyze(table, params, rng):
     p, mg = params["params"], params["margins"]
     amult, lfrac = mg["allowance_mult"], mg["loose_frac"]
     fits = _fit(table, p, rng)
-    rows, loose = [], []
+    decision = decide(fits, params)
+    sens = [
+        sensitivity_line("log allowance multiple", amult,
+                         lambda v: decide(fits, _margins(v, lfrac)).verdict,
+                         mg["allowance_mult_neighbours"]),
+        sensitivity_line("1/n' looseness fraction", lfrac,
+                         lambda v: decide(fits, _margins(amult, v)).verdict,
+                         mg["loose_frac_neighbours"]),
+    ]
+    return Verdict(decision.verdict, _numbers(fits, p, decision), _summary(fits, p, decision),
+                   caveats=_caveats(table, fits, p), sensitivity=sens,
+                   tables={"_fits.csv": _fits_table(fits)})
+
+
+def _numbers(fits, p, decision):
+    rows = []
     for loss, f in fits.items():
-        allow = amult * f["log_allowance"]
+        allow = decision.numbers["losses"][loss]["allowance"]
         names = [f"n'-slope (m={p['m0']})"] + [f"m-slope (n'={nf})" for nf in p["n_fixed"]]
         bounds_txt = [f"<= -0.5 + {allow:.3f}"] + [f"<= 0 + {allow:.3f}"] * len(p["n_fixed"])
         fitsl = [f["n_slope"]] + list(f["m_slopes"].values())
-        for name, bt, ft, v in zip(names, bounds_txt, fitsl, _rules(f, amult)):
+        for name, bt, ft, v in zip(names, bounds_txt, fitsl, decision.numbers["rules"][loss]):
             rows.append({"loss": loss, "quantity": name + " IFCA", "estimate [95% CI]": ft.fmt(),
                          "rule": bt, "verdict": v})
         rows.append({"loss": loss, "quantity": f"n'-slope (m={p['m0']}) oracle",
@@ -247,11 +293,12 @@ def analyze(table, params, rng):
                      "quantity": f"IFCA/oracle at n'={f['n_small']}, n'={f['n_large']}",
                      "estimate [95% CI]": f"{f['ratio_small'].fmt()}; {f['ratio_large'].fmt()}",
                      "rule": "descriptive", "verdict": ""})
-        if _loose(f, lfrac):
-            loose.append(loss)
-    numbers = pd.DataFrame(rows)
-    verdict = _overall(fits, amult, lfrac)
+    return pd.DataFrame(rows)
 
+
+def _summary(fits, p, decision):
+    amult, lfrac = decision.numbers["allowance_mult"], decision.numbers["loose_frac"]
+    loose = [loss for loss, is_loose in decision.numbers["loose"].items() if is_loose]
     parts_txt = []
     for loss, f in fits.items():
         ms = ", ".join(f"{f['m_slopes'][nf].fmt(2)} at n' = {nf}" for nf in p["n_fixed"])
@@ -265,7 +312,7 @@ def analyze(table, params, rng):
             f"m-slopes {ms}; NNLS a = {f['a'].est:.3g}, b = {f['b'].est:.3g}: {cross}; IFCA/oracle "
             f"{f['ratio_small'].est:.2f} at n' = {f['n_small']} and {f['ratio_large'].est:.3f} at "
             f"n' = {f['n_large']}")
-    allow_txt = ", ".join(f"{l}: {amult * f['log_allowance']:.3f}" for l, f in fits.items())
+    allow_txt = ", ".join(f"{l}: {decision.numbers['losses'][l]['allowance']:.3f}" for l in fits)
     mult_txt = "" if amult == 1 else f"{amult:g} x "
     summary = ("Rules: n'-slope <= -1/2 and m-slope <= 0, each plus the log(mn') allowance "
                f"{mult_txt}1/log(min mn') ({allow_txt}). " + ". ".join(parts_txt) + ".")
@@ -274,10 +321,14 @@ def analyze(table, params, rng):
                     f"{', '.join(loose)}: at the largest n' the IFCA - oracle excess is below "
                     f"{lfrac:g} x the fitted b/n' (or no 1/n' term is fitted), i.e. the "
                     "misclassification term decays faster than 1/n'.")
-    summary += (" The rule is weak: the bound's constants and log factors are free, so any "
-                "n'-slope at or below -1/2 and any m-slope at or below 0 passes (an error that "
-                "does not improve with m at all still holds), and only an error decaying slower "
-                "than n'^(-1/2) or growing with m could contradict it.")
+    return summary + (
+        " The rule is weak: the bound's constants and log factors are free, so any "
+        "n'-slope at or below -1/2 and any m-slope at or below 0 passes (an error that "
+        "does not improve with m at all still holds), and only an error decaying slower "
+        "than n'^(-1/2) or growing with m could contradict it.")
+
+
+def _caveats(table, fits, p):
     T = p["T"]
     losses = list(fits)
     cons = table.groupby("loss", sort=False)[["L", "lam", "delta"]].first()
@@ -289,7 +340,7 @@ def analyze(table, params, rng):
              for l in losses}
     tcor_txt = ", ".join(f"{l}: {t_cor[l]:.0f}" for l in losses)
     plat_txt = ", ".join(f"{l}: {fits[l]['plateau']:.2f}" for l in losses)
-    caveats = [
+    return [
         f"T = {T} iterations (n = 2 n' T) instead of Corollary 2's T = (8L/(p lambda)) "
         f"log(2 Delta/eps) ({tcor_txt} at the median error): the measured contraction is much "
         "faster than the bound's; the median ratio of the mean error over the last 5 iterates "
@@ -302,14 +353,6 @@ def analyze(table, params, rng):
         "Errors are to the Monte Carlo population minimizers; their error (one-dimensional root "
         "search) is far below the smallest measured error.",
     ]
-    sens = [
-        sensitivity_line("log allowance multiple", amult, lambda v: _overall(fits, v, lfrac),
-                         mg["allowance_mult_neighbours"]),
-        sensitivity_line("1/n' looseness fraction", lfrac, lambda v: _overall(fits, amult, v),
-                         mg["loose_frac_neighbours"]),
-    ]
-    return Verdict(verdict, numbers, summary, caveats=caveats, sensitivity=sens,
-                   tables={"_fits.csv": _fits_table(fits)})
 
 
 # ------------------------------------------------------------------------------ figure
@@ -378,4 +421,5 @@ STUDY = Study(
               "O~(1/sqrt(mn) + 1/n) in the discussion after it); Theorem 2, Section 5.2 of the "
               "NeurIPS version (proof in its Appendix B), with T = (8L/(p lambda)) "
               "log(Delta/(2 eps)) and the same rate in the discussion after it"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)

@@ -15,6 +15,11 @@ an F distribution function) and so is its large-deviation rate per sample, the C
    (:func:`~mixlinreg.theory.lemma1.form_verdict`);
 3. the slope of ``log P`` against ``n'`` at large ``n'`` against ``-E``.
 
+The analysis is in three steps: :func:`measure` turns the units' rows into the measured
+quantities (deterministic), :func:`decide` (pure) holds them to the config's margins and returns the
+verdict with its deciding numbers, and :func:`analyze` describes it (summary, caveats, and the
+sensitivity lines, which call :func:`decide` at the neighbouring margins).
+
 Units: one per ``(alpha, rho)`` point of parts 1 and 3 (``curves_...``; the random placements and
 the Monte Carlo draw from the unit's own stream) and one per ``alpha`` of the grid (``grid_...``,
 deterministic). Config: ``mixlinreg/configs/studies/L1.toml``.
@@ -24,16 +29,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
+from scipy import special
 
 from ...config import Spec
 from ...stats import Fit, _ols_slope, verdict_equal, wilson_interval
 from .. import bounds
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
-from ..lemma1 import (PLACEMENTS, chernoff_exponent, form_verdict, mc_agreement_verdict,
-                      misclassification_probability, placement, simulate_misclassification,
-                      worst_placement)
-from ..study import Study, Verdict, sensitivity_line
+from ..lemma1 import (PLACEMENTS, chernoff_exponent, form_edge_verdicts, form_edges,
+                      mc_agreement_verdict, mc_allowed_outside, misclassification_probability,
+                      placement, simulate_misclassification, worst_placement)
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 _POS = dict(low=0, open="low")
 SCHEMA = {
@@ -242,8 +247,10 @@ def rate_fits(curves):
     return pd.DataFrame(rows)
 
 
-def _prepare(table, p):
-    """What the verdict reads, before any margin: the parts of the table and the fits."""
+def measure(table, p):
+    """What the verdict reads, before any threshold or margin (deterministic: no bootstrap): the
+    parts of the table, the Monte Carlo counts, the Chernoff gap, the worst search's checks, the
+    form's edge slopes (:func:`~mixlinreg.theory.lemma1.form_edges`) and the rate fits."""
     part = table["part"]
     grid = table[part == "grid"].dropna(axis=1, how="all").drop(columns="part") \
         .reset_index(drop=True)
@@ -255,8 +262,13 @@ def _prepare(table, p):
     col = grid.groupby("rho")["E_collinear"].agg(["min", "max"])
     named_min = grid[["E_collinear", "E_orth_same", "E_orth_opposite"]].min(axis=1)
     k = p["k_power"]
+    rates = rate_fits(curves)
+    # per placement: the mean ratio, its interval spanning every draw's two window halves
+    rate_fit = {name: Fit(float(g["ratio"].mean()), float(g["ratio_lo"].min()),
+                          float(g["ratio_hi"].max()), int(len(g)))
+                for name, g in rates.groupby("placement", sort=False)}
     return dict(
-        grid=grid, curves=curves, alphas=alphas, rhos=rhos, E=E,
+        grid=grid, curves=curves, alphas=alphas, rhos=rhos,
         mc=curves[curves["part"] == "mc"].reset_index(drop=True),
         chern_gap=float(np.max(ex["log_p"] + ex["n_prime"] * ex["E"])),
         col_spread=float(((col["max"] - col["min"]) / col["max"]).max()),
@@ -264,7 +276,7 @@ def _prepare(table, p):
         int_ratio=float((grid["E_interior"] / grid["E_worst"]).min()),
         k_rho=_power_fit(grid, "rho", "alpha", k), k_alpha=_power_fit(grid, "alpha", "rho", k),
         k_inf=_power_fit(grid, "rho", "alpha", k, largest=True),
-        rates=rate_fits(curves))
+        form=form_edges(alphas, rhos, E), rates=rates, rate_fit=rate_fit)
 
 
 def _mc_table(mc, level):
@@ -278,30 +290,54 @@ def _mc_table(mc, level):
     return mc
 
 
-def _decide(pr, mg):
-    """Every verdict of the study from the prepared numbers ``pr`` and the margins ``mg``."""
-    mc = _mc_table(pr["mc"], mg["mc_level"])
+_EDGES = ("alpha->0", "rho->0", "rho->inf")
+
+
+def decide(m, params) -> Decision:
+    """The verdict of L1 from the measurements ``m`` (:func:`measure`: ``mc`` (the Monte Carlo
+    counts ``mc_wrong, mc_machines, p_exact``), ``chern_gap``, ``form["edges"]`` and
+    ``form["c2"]``, ``rate_fit``, ``E_worst``, ``named_min``, ``int_ratio``, ``col_spread``) and
+    the config's margins; pure. Every part's verdict is in ``numbers`` (``verdict_...``)."""
+    mg = params["margins"]
+    level, quantile = mg["mc_level"], mg["mc_quantile"]
+    # 1. exact P inside the Monte Carlo Wilson intervals at `level`: the misses may be at most the
+    #    `quantile` of Binomial(comparisons, 1 - level)
+    mc = _mc_table(m["mc"], level)
     n_cmp = int(len(mc))
     n_out = int((~mc["inside"].astype(bool)).sum()) if n_cmp else 0
-    allowed = int(stats.binom.ppf(mg["mc_quantile"], n_cmp, 1.0 - mg["mc_level"])) if n_cmp else 0
-    v_mc = mc_agreement_verdict(n_out, n_cmp, level=mg["mc_level"], quantile=mg["mc_quantile"])
-    v_chern = HOLDS if pr["chern_gap"] <= mg["chernoff_tol"] else NOT_SUPPORTED
-    # the worst search's sanity: below every named placement; interior distances not lower
-    worst_below = bool(np.all(pr["E_worst"] <= pr["named_min"] * (1 + mg["worst_tol"])))
-    v_interior = HOLDS if pr["int_ratio"] >= 1 - mg["interior_tol"] else CAVEAT
-    v_col = HOLDS if pr["col_spread"] < mg["collinear_tol"] else NOT_SUPPORTED
-    fv = form_verdict(pr["alphas"], pr["rhos"], pr["E"], tol=mg["tol"])
-    rate_rows, v_rate = [], []
-    for name, g in pr["rates"].groupby("placement", sort=False):
-        f = Fit(float(g["ratio"].mean()), float(g["ratio_lo"].min()), float(g["ratio_hi"].max()),
-                int(len(g)))
-        vv = verdict_equal(f, 1.0, mg["rate_margin"])
-        v_rate.append(vv)
-        rate_rows.append((f"-slope(log P vs n') / E, {name}", f, "1", vv))
-    verdict = combine([v_mc, v_chern, fv.verdict, *v_rate, v_interior,
-                       HOLDS if worst_below else NOT_SUPPORTED])
-    return dict(verdict=verdict, mc=mc, n_cmp=n_cmp, n_out=n_out, allowed=allowed, v_mc=v_mc,
-                v_chern=v_chern, v_interior=v_interior, v_col=v_col, fv=fv, rate_rows=rate_rows)
+    v_mc = mc_agreement_verdict(n_out, n_cmp, level=level, quantile=quantile)
+    # 2. the Chernoff bound with c1 = 1: max over the computed points of log P + n' E <= tol
+    v_chern = HOLDS if m["chern_gap"] <= mg["chernoff_tol"] else NOT_SUPPORTED
+    # 3. the paper's form: the edge slopes of min E_worst / form must not fall beyond `tol`
+    #    (alpha->0, rho->0: slope <= tol; rho->inf: slope >= -tol); clearly rising = loose (caveat)
+    edges = m["form"]["edges"]
+    v_form, v_edges, _ = form_edge_verdicts(edges, mg["tol"])
+    # 4. the rate: -slope(log P vs n') / E equal to 1 within rate_margin, per placement
+    v_rate = {name: verdict_equal(f, 1.0, mg["rate_margin"]) for name, f in m["rate_fit"].items()}
+    # 5. the worst search: below every named placement (up to worst_tol), and letting the
+    #    distances shrink finds nothing lower (interior / worst >= 1 - interior_tol)
+    worst_below = bool(np.all(m["E_worst"] <= m["named_min"] * (1 + mg["worst_tol"])))
+    v_worst = HOLDS if worst_below else NOT_SUPPORTED
+    v_interior = HOLDS if m["int_ratio"] >= 1 - mg["interior_tol"] else CAVEAT
+    # reported, not combined: the collinear exponent does not depend on alpha
+    v_col = HOLDS if m["col_spread"] < mg["collinear_tol"] else NOT_SUPPORTED
+    verdict = combine([v_mc, v_chern, v_form, *v_rate.values(), v_interior, v_worst])
+    numbers = dict(
+        n_outside=n_out, n_compared=n_cmp,
+        allowed_outside=mc_allowed_outside(n_cmp, level, quantile), mc_level=level,
+        mc_quantile=quantile, verdict_mc=v_mc,
+        chern_gap=m["chern_gap"], chernoff_tol=mg["chernoff_tol"], verdict_chernoff=v_chern,
+        c2=m["form"]["c2"], tol=mg["tol"], verdict_form=v_form,
+        **{f"edge {e} {end}": getattr(edges[e], end) for e in _EDGES for end in ("lo", "hi")},
+        **{f"verdict_edge {e}": v_edges[e] for e in _EDGES},
+        **{f"rate {name} {end}": getattr(f, end) for name, f in m["rate_fit"].items()
+           for end in ("lo", "hi")},
+        rate_margin=mg["rate_margin"], **{f"verdict_rate {name}": v for name, v in v_rate.items()},
+        worst_over_named_max=float(np.max(m["E_worst"] / m["named_min"])),
+        worst_tol=mg["worst_tol"], verdict_worst=v_worst,
+        int_ratio=m["int_ratio"], interior_tol=mg["interior_tol"], verdict_interior=v_interior,
+        col_spread=m["col_spread"], collinear_tol=mg["collinear_tol"], verdict_collinear=v_col)
+    return Decision(verdict, numbers)
 
 
 def _row(q, fit_or_val, ref, v):
@@ -312,17 +348,37 @@ def _row(q, fit_or_val, ref, v):
                 verdict=v)
 
 
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    configs = _configs(p)
-    pr = _prepare(table, p)
-    d = _decide(pr, mg)
-    grid, curves, rates, fv = pr["grid"], pr["curves"], pr["rates"], d["fv"]
-    alphas, rhos = pr["alphas"], pr["rhos"]
-    n_cmp, n_out, allowed = d["n_cmp"], d["n_out"], d["allowed"]
-    chern_gap, col_spread, int_ratio = pr["chern_gap"], pr["col_spread"], pr["int_ratio"]
-    k_rho, k_alpha, k_inf = pr["k_rho"], pr["k_alpha"], pr["k_inf"]
-    # collinear: alpha cancels (closed form, and exact log P of points with the first point's rho)
+def _numbers(m, d, mg):
+    """The record's table of numbers: the measurements and the part verdicts of ``d``."""
+    n, form, tol = d.numbers, m["form"], mg["tol"]
+    ea, er0, eri = (form["edges"][e] for e in _EDGES)
+    return pd.DataFrame([
+        _row(f"exact P outside MC Wilson {100 * mg['mc_level']:g}% ({n['n_compared']} "
+             "comparisons)", n["n_outside"], f"<= {n['allowed_outside']}", n["verdict_mc"]),
+        _row("max over computed points of log P + n' E", m["chern_gap"], "<= 0 (c1 = 1)",
+             n["verdict_chernoff"]),
+        _row(_C2_ROW, form["c2"], "> 0", n["verdict_form"]),
+        _row("edge slope of min ratio, alpha -> 0", ea, f"<= {tol}", n["verdict_edge alpha->0"]),
+        _row("edge slope of min ratio, rho -> 0", er0, f"<= {tol}", n["verdict_edge rho->0"]),
+        _row("edge slope of min ratio, rho -> inf", eri, f">= {-tol}", n["verdict_edge rho->inf"]),
+        _row("E_worst ~ rho^k at small rho: k", m["k_rho"], "paper form: 2", ""),
+        _row("E_worst ~ alpha^k at small alpha: k", m["k_alpha"], "paper form: 2", ""),
+        _row("E_worst ~ rho^k at large rho: k", m["k_inf"], "paper form: 0", ""),
+        _row("max / min of E_worst / form on the grid", form["spread"], "1 if the form were tight",
+             ""),
+        *[_row(f"-slope(log P vs n') / E, {name}", f, "1", n[f"verdict_rate {name}"])
+          for name, f in m["rate_fit"].items()],
+        _row("collinear: max rel. spread of E over alpha", m["col_spread"], "0 (alpha cancels)",
+             n["verdict_collinear"]),
+        _row("min E (free distances <= bound) / E_worst (on bound)", m["int_ratio"], ">= 1",
+             n["verdict_interior"]),
+    ])
+
+
+def _collinear_details(m, configs):
+    """The collinear placement's checks for the caveats: (max relative difference to the closed
+    form (1/2) log(1 + rho/4), max difference of exact log P over configs with the first rho)."""
+    grid, curves = m["grid"], m["curves"]
     col_closed = float(np.max(np.abs(grid["E_collinear"] - 0.5 * np.log1p(grid["rho"] / 4.0))
                               / grid["E_collinear"]))
     cur_col = curves[(curves["part"] == "curve") & (curves["placement"] == "collinear")]
@@ -330,34 +386,20 @@ def analyze(table, params, rng):
     piv = cur_col[cur_col["config"].isin(cfg_same_rho)].pivot_table(
         index="n_prime", columns="config", values="log_p").dropna()
     col_p_diff = float(np.max(np.abs(piv.max(axis=1) - piv.min(axis=1)))) if piv.shape[1] > 1 else 0.0
+    return col_closed, col_p_diff
+
+
+def _summary(m, d, mg, configs):
+    n, form, rhos, alphas, rates = d.numbers, m["form"], m["rhos"], m["alphas"], m["rates"]
+    grid, curves = m["grid"], m["curves"]
+    ea, er0, eri = (form["edges"][e] for e in _EDGES)
+    k_rho, k_alpha, k_inf = m["k_rho"], m["k_alpha"], m["k_inf"]
+    c2, argmin = form["c2"], form["argmin"]
     # looseness at the smallest rho
-    small = grid[grid["rho"] == rhos[0]]
-    loose_small = float(small["ratio"].min() / fv.c2)
-    # worst angles at the points of part 1 (for the summary)
+    loose_small = float(grid[grid["rho"] == rhos[0]]["ratio"].min() / c2)
+    # worst angles at the points of part 1
     worst_cfg = curves[(curves["part"] == "curve") & (curves["placement"] == "worst")] \
         .groupby("config")[["phi1", "phi2", "psi", "E"]].first()
-
-    ea, er0, eri = fv.edges["alpha->0"], fv.edges["rho->0"], fv.edges["rho->inf"]
-    tol = mg["tol"]
-    numbers = pd.DataFrame([
-        _row(f"exact P outside MC Wilson {100 * mg['mc_level']:g}% ({n_cmp} comparisons)", n_out,
-             f"<= {allowed}", d["v_mc"]),
-        _row("max over computed points of log P + n' E", chern_gap, "<= 0 (c1 = 1)", d["v_chern"]),
-        _row(_C2_ROW, fv.c2, "> 0", fv.verdict),
-        _row("edge slope of min ratio, alpha -> 0", ea, f"<= {tol}", fv.edge_verdicts["alpha->0"]),
-        _row("edge slope of min ratio, rho -> 0", er0, f"<= {tol}", fv.edge_verdicts["rho->0"]),
-        _row("edge slope of min ratio, rho -> inf", eri, f">= {-tol}", fv.edge_verdicts["rho->inf"]),
-        _row("E_worst ~ rho^k at small rho: k", k_rho, "paper form: 2", ""),
-        _row("E_worst ~ alpha^k at small alpha: k", k_alpha, "paper form: 2", ""),
-        _row("E_worst ~ rho^k at large rho: k", k_inf, "paper form: 0", ""),
-        _row("max / min of E_worst / form on the grid", fv.spread, "1 if the form were tight", ""),
-        *[_row(*r) for r in d["rate_rows"]],
-        _row("collinear: max rel. spread of E over alpha", col_spread, "0 (alpha cancels)",
-             d["v_col"]),
-        _row("min E (free distances <= bound) / E_worst (on bound)", int_ratio, ">= 1",
-             d["v_interior"]),
-    ])
-
     angle_txt = "".join(
         f" Worst placement at alpha = {configs[ci][0]:g}, rho = {configs[ci][1]:g}: own "
         f"displacement at phi1 = {np.degrees(wc['phi1']):.1f} deg from the direction of the other "
@@ -366,56 +408,80 @@ def analyze(table, params, rng):
         + f", E = {wc['E']:.4g}."
         for ci, wc in worst_cfg.iterrows())
     v_txt = {HOLDS: "holds", CAVEAT: "holds but is loose", NOT_SUPPORTED: "is not supported",
-             INCONCLUSIVE: "is undecided"}[fv.verdict]
-    summary = (
-        f"Exact P = F(n',n').cdf(|lam1|/lam2) agrees with Monte Carlo machines ({n_out} of {n_cmp} "
-        f"exact values outside the {100 * mg['mc_level']:g}% Wilson intervals, <= {allowed} "
-        f"allowed), and the Chernoff bound P <= exp(-n' E) holds at every computed point (max "
-        f"log P + n'E = {chern_gap:.3g}), so c1 = 1 works. The slope of log P vs n' at large n' "
-        f"matches -E (ratios {rates['ratio'].min():.4f}..{rates['ratio'].max():.4f}). Over alpha "
-        f"in [{alphas[0]:g}, {alphas[-1]:g}] x rho in [{rhos[0]:g}, {rhos[-1]:g}] the "
+             INCONCLUSIVE: "is undecided"}[n["verdict_form"]]
+    return (
+        f"Exact P = F(n',n').cdf(|lam1|/lam2) agrees with Monte Carlo machines ({n['n_outside']} "
+        f"of {n['n_compared']} exact values outside the {100 * mg['mc_level']:g}% Wilson "
+        f"intervals, <= {n['allowed_outside']} allowed), and the Chernoff bound P <= exp(-n' E) "
+        f"holds at every computed point (max log P + n'E = {m['chern_gap']:.3g}), so c1 = 1 "
+        f"works. The slope of log P vs n' at large n' matches -E (ratios "
+        f"{rates['ratio'].min():.4f}..{rates['ratio'].max():.4f}). Over alpha in "
+        f"[{alphas[0]:g}, {alphas[-1]:g}] x rho in [{rhos[0]:g}, {rhos[-1]:g}] the "
         f"worst-placement exponent satisfies E_worst >= c2 (alpha rho/(rho+1))^2 with c2 = "
-        f"{fv.c2:.3g} (at alpha = {fv.argmin[0]:.3g}, rho = {fv.argmin[1]:.3g}); the min ratio's "
+        f"{c2:.3g} (at alpha = {argmin[0]:.3g}, rho = {argmin[1]:.3g}); the min ratio's "
         f"edge slopes are {ea.est:.3f} (alpha->0), {er0.est:.3f} (rho->0), {eri.est:.3f} "
         f"(rho->inf), so the lemma's shape {v_txt}. E_worst ~ alpha^{k_alpha.est:.2f} at small "
         f"alpha (form: 2), ~ rho^{k_rho.est:.2f} at small rho (form: 2) and ~ rho^{k_inf.est:.2f} "
         f"at large rho (form: 0): at rho = {rhos[0]:g} the true worst exponent is >= "
-        f"{loose_small:.3g} times c2 * form, and the ratio varies by a factor {fv.spread:.3g} over "
-        f"the grid."
+        f"{loose_small:.3g} times c2 * form, and the ratio varies by a factor "
+        f"{form['spread']:.3g} over the grid."
         + angle_txt
     )
-    caveats = [
+
+
+def _caveats(m, mg, configs):
+    col_closed, col_p_diff = _collinear_details(m, configs)
+    return [
         "Exact for the lemma's model only: squared loss, x ~ N(0, I_d), Gaussian noise, one "
         "competing model (the union bound over k - 1 others adds a factor k - 1 to c1).",
         "The grid is finite: 'no universal c2' or 'bounded' is read from the local slopes at its "
-        f"edges (tolerance {tol}), not proven for alpha -> 0 or rho -> 0/inf.",
+        f"edges (tolerance {mg['tol']}), not proven for alpha -> 0 or rho -> 0/inf.",
         "The worst placement is found numerically (3 angles, grid then L-BFGS-B) with both models "
         "exactly at distance (1/2 - alpha) Delta; letting the distances shrink was also searched "
-        f"(min E_interior / E_worst = {int_ratio:.6f}).",
-        f"The collinear placement's E is independent of alpha (max relative spread {col_spread:.2g}, "
-        f"max relative difference to (1/2) log(1 + rho/4): {col_closed:.2g}; exact log P of two "
-        f"configs with the same rho differ by at most {col_p_diff:.2g}).",
+        f"(min E_interior / E_worst = {m['int_ratio']:.6f}).",
+        f"The collinear placement's E is independent of alpha (max relative spread "
+        f"{m['col_spread']:.2g}, max relative difference to (1/2) log(1 + rho/4): "
+        f"{col_closed:.2g}; exact log P of two configs with the same rho differ by at most "
+        f"{col_p_diff:.2g}).",
         "Interpretation (not a computed number): the proof bounds the two empirical losses "
         "separately (eq. 13), ignoring that they share x and the noise; the shared noise is what "
         "makes the true exponent ~ alpha^2 rho rather than alpha^2 rho^2 at small rho.",
     ]
 
-    def at(key):
-        return lambda v: _decide(pr, {**mg, key: v})["verdict"]
 
-    sens = [sensitivity_line(what, mg[key], at(key), mg[f"{key}_neighbours"]) for key, what in (
-        ("tol", "edge-slope tolerance tol"),
-        ("rate_margin", "rate margin around -slope/E = 1"),
-        ("mc_level", "Monte Carlo interval level"),
-        ("mc_quantile", "allowed misses: Binomial quantile"),
-        ("chernoff_tol", "Chernoff bound tolerance"),
-        ("worst_tol", "worst below the named placements, tolerance"),
-        ("interior_tol", "interior search tolerance"),
-        ("collinear_tol", "collinear alpha-independence tolerance (a row's verdict, not combined)"),
-    )]
-    mc_out = d["mc"].dropna(axis=1, how="all")
-    return Verdict(d["verdict"], numbers, summary, caveats=caveats, sensitivity=sens,
-                   tables={"_grid.csv": grid, "_mc.csv": mc_out, "_rates.csv": rates})
+_SENSITIVITY = (
+    ("tol", "edge-slope tolerance tol"),
+    ("rate_margin", "rate margin around -slope/E = 1"),
+    ("mc_level", "Monte Carlo interval level"),
+    ("mc_quantile", "allowed misses: Binomial quantile"),
+    ("chernoff_tol", "Chernoff bound tolerance"),
+    ("worst_tol", "worst below the named placements, tolerance"),
+    ("interior_tol", "interior search tolerance"),
+    ("collinear_tol", "collinear alpha-independence tolerance (a row's verdict, not combined)"),
+)
+
+
+def sensitivity(m, params):
+    """The sensitivity lines: :func:`decide` on the same measurements with one margin moved to
+    each of its neighbours."""
+    mg = params["margins"]
+
+    def at(key):
+        return lambda v: decide(m, {**params, "margins": {**mg, key: v}}).verdict
+
+    return [sensitivity_line(what, mg[key], at(key), mg[f"{key}_neighbours"])
+            for key, what in _SENSITIVITY]
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    configs = _configs(p)
+    m = measure(table, p)
+    d = decide(m, params)
+    mc_out = _mc_table(m["mc"], mg["mc_level"]).dropna(axis=1, how="all")
+    return Verdict(d.verdict, _numbers(m, d, mg), _summary(m, d, mg, configs),
+                   caveats=_caveats(m, mg, configs), sensitivity=sensitivity(m, params),
+                   tables={"_grid.csv": m["grid"], "_mc.csv": mc_out, "_rates.csv": m["rates"]})
 
 
 # ------------------------------------------------------------------------------ figure
@@ -509,4 +575,5 @@ STUDY = Study(
               "text has no Lemma 1 (its appendix, in the supplementary material, is not in the "
               "copy checked): its Theorem 1 (Section 5.1) carries the same misclassification term "
               "with alpha fixed, c3 exp(-c4 (rho/(rho+1))^2 n')"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)

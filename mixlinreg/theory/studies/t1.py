@@ -13,10 +13,11 @@ cluster (steps with every machine correctly clustered, ``e_t >= k_noise sigma sq
 every error below ``Delta/2``; a bootstrap interval over data sets) is read against 1/2 with
 :func:`~mixlinreg.theory.linear.t1_verdict` (1/2 plus the exact finite-sample allowance
 :func:`~mixlinreg.theory.linear.t1_allowance`, plus a margin). A step size is in the *measured
-region* when both clusters contract by at most that. The population prediction: the worst-cluster
-factor ``max_j |1 - 2 gamma p_j|`` is at most 1/2 for ``gamma p`` in ``[1/4, 3 p / (4 p_max)]``,
-an interval that is empty once ``p_max > 3 p``; its best value over ``gamma`` (at
-``gamma = 1/(p_min + p_max)``) is ``(r - 1)/(r + 1)`` with ``r = p_max / p_min``.
+region* when both clusters contract by at most that (the rule: :func:`decide`, pure). The
+population prediction: the worst-cluster factor ``max_j |1 - 2 gamma p_j|`` is at most 1/2 for
+``gamma p`` in ``[1/4, 3 p / (4 p_max)]``, an interval that is empty once ``p_max > 3 p``; its
+best value over ``gamma`` (at ``gamma = 1/(p_min + p_max)``) is ``(r - 1)/(r + 1)`` with
+``r = p_max / p_min``.
 
 **The misclassification term.** Separate starts (equal clusters, few rows per machine, noisy
 data, both models at distance ``(1/2 - alpha0) Delta``) misclassify machines at ``t = 0``; the
@@ -40,7 +41,7 @@ from ...stats import Fit, bootstrap
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
                       t1_allowance, t1_verdict)
-from ..study import Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 K = 2
 PLACEMENTS = ("collinear", "orthogonal_opposite", "orthogonal_same", "random")
@@ -330,40 +331,70 @@ def _fits(sweep, params, rng, k_noise):
     return pd.DataFrame(rows)
 
 
-def _cluster_verdicts(fits, margin):
-    return [t1_verdict(Fit(r.factor, r.lo, r.hi, r.seeds_used), r.allowance, margin=margin)
-            if np.isfinite(r.factor) else INCONCLUSIVE for r in fits.itertuples()]
-
-
 def _config_verdict(point_verdicts):
     """A configuration: holds if both clusters hold at some step size, not supported if at every
     step size some cluster is not supported."""
-    if HOLDS in point_verdicts:
-        return HOLDS
-    if CAVEAT in point_verdicts:
-        return CAVEAT
-    if all(v == NOT_SUPPORTED for v in point_verdicts):
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
+    for v in (HOLDS, CAVEAT):
+        if v in point_verdicts:
+            return v
+    return NOT_SUPPORTED if all(v == NOT_SUPPORTED for v in point_verdicts) else INCONCLUSIVE
+
+
+def measure(sweep, params, rng, k_noise):
+    """The measurements: the transient factors (:func:`_fits`, steps read with ``k_noise``) and
+    the scope of every configuration (equal sizes, ``p_max <= 3p``, ``p_max > 3p``)."""
+    return {"factors": _fits(sweep, params, rng, k_noise),
+            "scope_of": {n: _scope(c["sizes"]) for n, c in _configs(params["params"]).items()}}
+
+
+def decide(measurements, params):
+    """Theorem 1's rule on :func:`measure`'s ``factors`` (per configuration, gamma p, cluster:
+    ``factor`` (NaN: unmeasured), ``lo``, ``hi``, ``seeds_used``, ``allowance``) and ``scope_of``.
+
+    A cluster (:func:`~mixlinreg.theory.linear.t1_verdict`): "holds" if its interval is at most
+    1/2, "holds with a caveat" if at most its limit ``max(allowance, 1/2) + margin`` (margin:
+    ``params["margins"]``), "not supported" if entirely above; a step size: the weaker of its
+    clusters; a configuration: its best step size (:func:`_config_verdict`); a scope, and the
+    claim: the weakest. ``numbers``: 1/2, the margin, each cluster's verdict and limit (rows'
+    order), the verdicts of step sizes ``{(configuration, gamma p): v}``, configurations, scopes."""
+    fits, scope_of = measurements["factors"], measurements["scope_of"]
+    margin = params["margins"]["margin"]
+    # each cluster's interval against 1/2, then against max(allowance, 1/2) + margin
+    clusters = [t1_verdict(Fit(r.factor, r.lo, r.hi, r.seeds_used), r.allowance, margin=margin)
+                if np.isfinite(r.factor) else INCONCLUSIVE for r in fits.itertuples()]
+    # a step size: the weaker of its clusters; a configuration: its best step size
+    points = (pd.Series(clusters, index=fits.index, dtype=object)
+              .groupby([fits["config"], fits["gamma_p"]], sort=True).agg(combine).to_dict())
+    by_cfg = {name: _config_verdict([v for (c, _), v in points.items() if c == name])
+              for name in scope_of}
+    # a scope, and the claim: the weakest of their configurations
+    scopes = {s: combine([by_cfg[n] for n, sn in scope_of.items() if sn == s])
+              for s in dict.fromkeys(scope_of.values())}
+    limits = (np.maximum(fits["allowance"], 0.5) + margin).tolist()
+    return Decision(combine(list(scopes.values())), {
+        "claimed": 0.5, "margin": margin, "clusters": clusters, "limits": limits,
+        "points": points, "configurations": by_cfg, "scopes": scopes})
+
+
+def _tables(fits, decision):
+    """The record's tables: factors with each cluster's verdict; step sizes with theirs."""
+    f = fits.assign(verdict=decision.numbers["clusters"])
+    points = f.groupby(["config", "gamma_p"], sort=True).agg(worst=("factor", "max")).reset_index()
+    points.insert(2, "verdict", [decision.numbers["points"][key]
+                                 for key in zip(points["config"], points["gamma_p"])])
+    return f, points
 
 
 def _read(fits, configs, margin):
-    """Point verdicts (configuration, gamma p), configuration and scope verdicts at ``margin``."""
-    f = fits.assign(verdict=_cluster_verdicts(fits, margin))
-    points = (f.groupby(["config", "gamma_p"], sort=True)
-              .agg(verdict=("verdict", combine), worst=("factor", "max"))
-              .reset_index())
-    by_cfg = {name: _config_verdict(points.loc[points["config"] == name, "verdict"].tolist())
-              for name in configs}
-    scopes = {}
-    for name, c in configs.items():
-        scopes.setdefault(_scope(c["sizes"]), []).append(by_cfg[name])
-    scopes = {s: combine(v) for s, v in scopes.items()}
-    return f, points, by_cfg, scopes, combine(list(scopes.values()))
+    """:func:`decide` at ``margin`` on ``fits``: its tables, configuration and scope verdicts."""
+    d = decide({"factors": fits, "scope_of": {n: _scope(c["sizes"]) for n, c in configs.items()}},
+               {"margins": {"margin": margin}})
+    return (*_tables(fits, d), d.numbers["configurations"], d.numbers["scopes"], d.verdict)
 
 
-def _scoped(overall, scopes):
-    return overall + " (" + "; ".join(f"{s}: {v}" for s, v in scopes.items()) + ")"
+def _scoped(d):
+    """A decision's verdict, with its scopes' verdicts."""
+    return d.verdict + " (" + "; ".join(f"{s}: {v}" for s, v in d.numbers["scopes"].items()) + ")"
 
 
 def _region_text(gps):
@@ -468,11 +499,21 @@ def analyze(table, params, rng):
     configs = _configs(p)
     sweep = table[table["part"] == "sweep"]
     mis = table[table["part"] == "misclass"]
-    fits = _fits(sweep, params, rng, mg["k_noise"])
-    f, points, by_cfg, scopes, verdict = _read(fits, configs, mg["margin"])
-    cfg_table, agree, total, mismatch = _config_rows(f, points, by_cfg, configs)
+    measured = measure(sweep, params, rng, mg["k_noise"])
+    decision = decide(measured, params)
+    f, points = _tables(measured["factors"], decision)
+    cfg = _config_rows(f, points, decision.numbers["configurations"], configs)
     ms = _misclass(mis, params, rng)
-
+    sens = [sensitivity_line("margin above 1/2 + allowance", mg["margin"],
+                             lambda v: _scoped(decide(measured, {**params, "margins": {
+                                 **mg, "margin": v}})), mg["margin_neighbours"]),
+            sensitivity_line("transient threshold k_noise", mg["k_noise"],
+                             lambda v: _scoped(decide(measure(sweep, params, rng, v), params)),
+                             mg["k_noise_neighbours"])]
+    caveats = _caveats(p, mg, configs, ms, _rank_corr(mis))
+    tables = {"_factors.csv": f, "_points.csv": points}
+    if len(ms):
+        tables["_misclass.csv"] = ms
     numbers = pd.DataFrame(
         [{"what": "region of gamma p where both clusters contract by <= 1/2",
           "configuration": r["configuration"], "gamma p": r["best gamma p"],
@@ -480,7 +521,7 @@ def analyze(table, params, rng):
           "reference": f"(r-1)/(r+1) = {r['population (r-1)/(r+1)']:g}",
           "detail": f"region predicted {r['gamma p region, predicted']}, measured "
                     f"{r['gamma p region, measured']}",
-          "verdict": r["verdict"]} for _, r in cfg_table.iterrows()]
+          "verdict": r["verdict"]} for _, r in cfg[0].iterrows()]
         + [{"what": "first step e1/e0 from a misclassifying start (not in the verdict)",
             "configuration": f"n'={r.n_prime}, {r.placement} (m={r.m}, d={r.d}, "
                              f"sigma={r.sigma:g}, alpha0={r.alpha0:g})",
@@ -489,7 +530,14 @@ def analyze(table, params, rng):
             "detail": f"misclassified at t=0: {r.mis_measured:.3g} (Lemma 1 exact "
                       f"{r.mis_exact:.3g}); ||T2||/e0 = {r.t2_over_e0:.3g}",
             "verdict": "info"} for r in ms.itertuples()])
+    return Verdict(decision.verdict, numbers, _summary(p, mg, configs, f, points, decision, cfg,
+                                                       ms),
+                   caveats=caveats, sensitivity=sens, tables=tables)
 
+
+def _summary(p, mg, configs, f, points, decision, cfg, ms):
+    cfg_table, agree, total, mismatch = cfg
+    by_cfg, scopes = decision.numbers["configurations"], decision.numbers["scopes"]
     eq_names = [n for n, c in configs.items() if _scope(c["sizes"]) == SCOPES[0]]
     at1 = f[(f["gamma_p"] == 1.0) & f["config"].isin(eq_names)]
     worst1 = (f"{at1['factor'].min():.3g} to {at1['factor'].max():.3g}"
@@ -540,25 +588,7 @@ def analyze(table, params, rng):
             f"{100 * ms['frac_steps_above_half'].max():.0f}% of those first steps (worst cell) "
             "end above e_0/2; see the caveats for what this does and does not say about the "
             "third term.")
-    summary = " ".join(out)
-
-    def at_margin(v):
-        _, _, _, sc, ov = _read(fits, configs, v)
-        return _scoped(ov, sc)
-
-    def at_k_noise(v):
-        _, _, _, sc, ov = _read(_fits(sweep, params, rng, v), configs, mg["margin"])
-        return _scoped(ov, sc)
-
-    sens = [sensitivity_line("margin above 1/2 + allowance", mg["margin"], at_margin,
-                             mg["margin_neighbours"]),
-            sensitivity_line("transient threshold k_noise", mg["k_noise"], at_k_noise,
-                             mg["k_noise_neighbours"])]
-    caveats = _caveats(p, mg, configs, ms, _rank_corr(mis))
-    tables = {"_factors.csv": f, "_points.csv": points}
-    if len(ms):
-        tables["_misclass.csv"] = ms
-    return Verdict(verdict, numbers, summary, caveats=caveats, sensitivity=sens, tables=tables)
+    return " ".join(out)
 
 
 def _rank_corr(mis):
@@ -690,4 +720,5 @@ STUDY = Study(
     location=("Theorem 1, Section 5.1, eq. (1) of the long version (proof in Appendix A, eq. (2)); "
               "Theorem 1, Section 5.1 of the NeurIPS version (proof in Appendix A), stated there "
               "for models within Delta/4, without alpha"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)

@@ -6,7 +6,8 @@ For the l2-regularized logistic mixture and the Huber + ridge mixture with Stude
 shared piece of each loss), resampled IFCA with step ``1/L`` from initializations at that radius,
 and the per-step contraction in the transient (:func:`~mixlinreg.theory.convex.transient_mask`,
 :func:`mixlinreg.stats.contraction_factor` with data sets as replicates) against
-:func:`mixlinreg.theory.bounds.theorem2_factor` with ``p = min_j p_j``. Config:
+:func:`mixlinreg.theory.bounds.theorem2_factor` with ``p = min_j p_j``: :func:`measure` makes
+the factors, :func:`decide` (pure: no data, no prose) the verdict. Config:
 ``mixlinreg/configs/studies/T2.toml``.
 """
 
@@ -17,12 +18,12 @@ import pandas as pd
 
 from ...config import Spec
 from ...ifca import ifca
-from ...stats import Fit, contraction_factor
+from ...stats import Fit, contraction_factor, verdict_at_most
 from .. import bounds
 from ..study import INCONCLUSIVE, combine
 from ..convex import (D, K, LOSS_SETUPS, constants_piece, draw_cluster_data, init_at_distance,
-                      t2_verdict, theta_star_of, transient_mask)
-from ..study import Study, Verdict, sensitivity_line
+                      theta_star_of, transient_mask)
+from ..study import Decision, Study, Verdict, sensitivity_line
 
 SCHEMA = {
     "params": {
@@ -91,7 +92,11 @@ def compute(spec, params, rng, shared):
     return pd.DataFrame(rows)
 
 
-def _fits(table, floor_mult, margin, rng):
+def measure(table, floor_mult, rng):
+    """The measurements: one row per (loss, configuration, cluster), the transient contraction
+    factor (steps whose next error is above ``floor_mult`` x the run's floor) with its bootstrap
+    interval (NaN with fewer than 2 data sets in the transient) and the bound
+    ``1 - p lambda/(8L)`` it is held to."""
     rows = []
     for (loss, ci, j), g in table.groupby(["loss", "config", "cluster"], sort=False):
         G = g.pivot(index="seed", columns="t", values="err").to_numpy()
@@ -110,21 +115,57 @@ def _fits(table, floor_mult, margin, rng):
                "frac_steps_above_bound": float((ratios > bound).mean()) if ratios.size else np.nan}
         if n_used >= 2:
             fit = contraction_factor(G, mask, rng=rng(f"{loss}_{ci}_{j}"))
-            row.update(factor=fit.est, lo=fit.lo, hi=fit.hi, rate=1 - fit.est,
-                       verdict=t2_verdict(fit, p, lam, L, margin))
+            row.update(factor=fit.est, lo=fit.lo, hi=fit.hi, rate=1 - fit.est)
             row["looseness"] = row["rate"] / row["rate_bound"]
         else:
-            row.update(factor=np.nan, lo=np.nan, hi=np.nan, rate=np.nan, looseness=np.nan,
-                       verdict=INCONCLUSIVE)
+            row.update(factor=np.nan, lo=np.nan, hi=np.nan, rate=np.nan, looseness=np.nan)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def decide(fits, params):
+    """Theorem 2's rule on the measured factors ``fits`` (:func:`measure`: columns ``factor``,
+    ``lo``, ``hi``, ``seeds_used`` and ``bound``; ``factor`` NaN where not measured) with
+    ``params["margins"]["margin"]``.
+
+    Each configuration and cluster: "holds" if its factor's interval lies at or below
+    ``bound + margin``, "not supported" if entirely above, "inconclusive" if it straddles it or
+    was not measured; the claim: the weakest of them. ``numbers``: the margin, the verdict of
+    each row (in order), and the closest case (the row whose interval comes nearest the bound,
+    its ``hi`` and ``bound``)."""
+    margin = params["margins"]["margin"]
+    # each factor's interval against the bound 1 - p lambda/(8L) plus the margin
+    verdicts = [verdict_at_most(Fit(r.factor, r.lo, r.hi, r.seeds_used), r.bound, margin)
+                if np.isfinite(r.factor) else INCONCLUSIVE for r in fits.itertuples()]
+    numbers = {"margin": margin, "verdicts": verdicts}
+    measured = fits[fits["factor"].notna()]
+    if len(measured):
+        closest = (measured["hi"] - measured["bound"]).idxmax()
+        numbers.update(closest=closest, closest_hi=float(measured.loc[closest, "hi"]),
+                       closest_bound=float(measured.loc[closest, "bound"]))
+    return Decision(combine(verdicts), numbers)
+
+
+def _with_verdicts(fits, verdicts):
+    """``fits`` with the column ``verdict`` where the record's table has it (after ``rate`` when
+    its first row was measured, else last)."""
+    cols = list(fits.columns)
+    at = cols.index("looseness") if np.isfinite(fits["factor"].iloc[0]) else len(cols)
+    out = fits.copy()
+    out.insert(at, "verdict", verdicts)
+    return out
+
+
+def _at(params, key, value):
+    """``params`` with ``margins[key]`` set to ``value`` (a neighbouring threshold)."""
+    return {**params, "margins": {**params["margins"], key: value}}
+
+
 def analyze(table, params, rng):
     mg = params["margins"]
-    fits = _fits(table, mg["floor_mult"], mg["margin"], rng)
-    verdict = combine(fits["verdict"].tolist())
-    ok = fits["factor"].notna()
+    measured = measure(table, mg["floor_mult"], rng)
+    decision = decide(measured, params)
+    fits = _with_verdicts(measured, decision.numbers["verdicts"])
     numbers = pd.DataFrame({
         "loss": fits["loss"], "cluster": fits["cluster"], "p_j": fits["p_j"].round(3),
         "n_prime": fits["n_prime"],
@@ -135,38 +176,45 @@ def analyze(table, params, rng):
         "1-factor": fits["rate"].round(3), "p*lam/(8L)": fits["rate_bound"].round(4),
         "p_j*lam/L": fits["rate_gd"].round(3), "looseness": fits["looseness"].round(1),
         "verdict": fits["verdict"]})
+    sens = [
+        sensitivity_line("transient threshold floor_mult", mg["floor_mult"],
+                         lambda v: decide(measure(table, v, rng), params).verdict,
+                         mg["floor_mult_neighbours"]),
+        sensitivity_line("margin above the bound", mg["margin"],
+                         lambda v: decide(measured, _at(params, "margin", v)).verdict,
+                         mg["margin_neighbours"]),
+    ]
+    return Verdict(decision.verdict, numbers, _summary(table, fits, decision),
+                   caveats=_caveats(fits, mg), sensitivity=sens, tables={"_fits.csv": fits})
+
+
+def _summary(table, fits, decision):
     cons = table.groupby("loss", sort=False)[["lam", "L", "delta", "radius"]].first()
     cl = [f"{loss}: lambda = {c.lam:.3g}, L = {c.L:.3g}, Delta = {c.delta:.3g}, ball radius "
           f"{c.radius:.3g}" for loss, c in cons.iterrows()]
-    if ok.any():
-        f = fits[ok]
-        worst = f.loc[(f["hi"] - f["bound"]).idxmax()]
-        summary = (
-            f"In every configuration the measured per-step contraction is compared with "
-            f"1 - p lambda/(8L) ({'; '.join(cl)}). The closest case is {worst['loss']} with "
-            f"p_j = {worst['p_j']:.2f}, n' = {int(worst['n_prime'])}: measured "
-            f"{Fit(worst['factor'], worst['lo'], worst['hi'], int(worst['seeds_used'])).fmt()} "
-            f"against the bound {worst['bound']:.4f}. The measured rate 1 - factor is "
-            f"{f['looseness'].min():.1f} to {f['looseness'].max():.1f} times the bound's "
-            f"p lambda/(8L) and {(f['rate'] / f['rate_gd']).min():.1f} to "
-            f"{(f['rate'] / f['rate_gd']).max():.1f} times the gradient-descent worst-direction "
-            f"value p_j lambda/L; the looseness is 8 (the proof's constant) x p_j/p (the bound "
-            f"uses p = min_j p_j) x that last ratio. Single transient steps: the largest ratio "
-            f"e_(t+1)/e_t is {f['max_step_ratio'].max():.3f}, and "
-            f"{100 * f['frac_steps_above_bound'].max():.1f}% of the steps (worst configuration) "
-            f"are above the bound's factor. The rule is weak: with the bound this loose, only a "
-            f"contraction slower than 1 - p lambda/(8L) could contradict it.")
-    else:
-        summary = "No configuration had a transient of at least 2 data sets: nothing to measure."
-    sens = [
-        sensitivity_line("transient threshold floor_mult", mg["floor_mult"],
-                         lambda v: combine(_fits(table, v, mg["margin"], rng)["verdict"].tolist()),
-                         mg["floor_mult_neighbours"]),
-        sensitivity_line("margin above the bound", mg["margin"],
-                         lambda v: combine(_fits(table, mg["floor_mult"], v, rng)["verdict"].tolist()),
-                         mg["margin_neighbours"]),
-    ]
-    caveats = [
+    if "closest" not in decision.numbers:
+        return "No configuration had a transient of at least 2 data sets: nothing to measure."
+    f = fits[fits["factor"].notna()]
+    worst = f.loc[decision.numbers["closest"]]
+    return (
+        f"In every configuration the measured per-step contraction is compared with "
+        f"1 - p lambda/(8L) ({'; '.join(cl)}). The closest case is {worst['loss']} with "
+        f"p_j = {worst['p_j']:.2f}, n' = {int(worst['n_prime'])}: measured "
+        f"{Fit(worst['factor'], worst['lo'], worst['hi'], int(worst['seeds_used'])).fmt()} "
+        f"against the bound {worst['bound']:.4f}. The measured rate 1 - factor is "
+        f"{f['looseness'].min():.1f} to {f['looseness'].max():.1f} times the bound's "
+        f"p lambda/(8L) and {(f['rate'] / f['rate_gd']).min():.1f} to "
+        f"{(f['rate'] / f['rate_gd']).max():.1f} times the gradient-descent worst-direction "
+        f"value p_j lambda/L; the looseness is 8 (the proof's constant) x p_j/p (the bound "
+        f"uses p = min_j p_j) x that last ratio. Single transient steps: the largest ratio "
+        f"e_(t+1)/e_t is {f['max_step_ratio'].max():.3f}, and "
+        f"{100 * f['frac_steps_above_bound'].max():.1f}% of the steps (worst configuration) "
+        f"are above the bound's factor. The rule is weak: with the bound this loose, only a "
+        f"contraction slower than 1 - p lambda/(8L) could contradict it.")
+
+
+def _caveats(fits, mg):
+    return [
         "lambda and L are the extreme Hessian eigenvalues of the Monte Carlo population loss on "
         "the ball of Theorem 2 around the population minimizers (Assumption 3 asks for global "
         "constants; globally the logistic loss is only l2-strongly convex, which would make the "
@@ -180,8 +228,6 @@ def analyze(table, params, rng):
         f"elsewhere, t <= 3) ranged {fits['mis_transient'].min():.3f} to "
         f"{fits['mis_transient'].max():.3f}.",
     ]
-    return Verdict(verdict, numbers, summary, caveats=caveats, sensitivity=sens,
-                   tables={"_fits.csv": fits})
 
 
 def figure(table, verdict, params):
@@ -233,4 +279,5 @@ STUDY = Study(
               "version the per-iteration contraction is the unnumbered display after its Theorem 2 "
               "(Section 5.2; proof in its Appendix B), from models within (1/4) sqrt(lambda/L) "
               "Delta, with error O~(1/sqrt(m n') + 1/n' + 1/(n' sqrt(m)))"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+    decide=decide)
