@@ -340,11 +340,11 @@ def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, pro
     from .runner import run
 
     wl = workload(preset, scenario_list, proto, seed)
-    on_unit = None
-    if callable(progress):
-        def on_unit(unit, info, fits=len(METHODS)):
-            for _ in range(fits):
-                progress(unit)
+    def per_fit(unit, info, fits=len(METHODS)):
+        for _ in range(fits):
+            progress(unit)
+
+    on_unit = per_fit if callable(progress) else None
     rows, _ = run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                   progress=bool(progress) and not callable(progress), on_unit=on_unit,
                   desc=f"compare/{preset}")

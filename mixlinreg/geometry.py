@@ -20,7 +20,10 @@ import numpy as np
 
 from ._validation import as_generator, check_array, check_bool, check_float, check_int
 
-__all__ = ["min_separation", "simplex_centers"]
+__all__ = ["min_separation", "simplex_centers", "placed_start", "PLACEMENTS"]
+
+#: How :func:`placed_start` places two models around their centres.
+PLACEMENTS = ("collinear", "orthogonal_opposite", "orthogonal_same", "random")
 
 
 def min_separation(theta):
@@ -127,3 +130,40 @@ def simplex_centers(k, d, delta, rng=None, *, haar=True):
     if haar:
         q = q * np.sign(np.diag(r))[None, :]
     return (delta / math.sqrt(2.0)) * q.T
+
+
+def placed_start(theta_star, alpha0, kind, rng):
+    """Both models at distance ``(1/2 - alpha0) Delta`` from their centres, placed by ``kind``.
+
+    ``theta_j = theta*_j + (1/2 - alpha0) Delta v_j`` with ``u`` the unit vector from centre 1 to
+    centre 2 and ``w`` a random unit vector perpendicular to it: ``"collinear"``: ``v = (u, -u)``
+    (each model moved toward the other centre, :func:`mixlinreg.init_close`'s adversarial start);
+    ``"orthogonal_opposite"``: ``(w, -w)``; ``"orthogonal_same"``: ``(w, w)``; ``"random"``: two
+    independent uniform directions. The names are those of
+    :func:`mixlinreg.theory.lemma1.placement`, seen from either cluster (used by study T1).
+
+    >>> th = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
+    >>> placed_start(th, 0.25, "collinear", 0).tolist()
+    [[0.25, 0.0, 0.0], [0.75, 0.0, 0.0]]
+    """
+    th = np.asarray(theta_star, dtype=float)
+    if th.shape[0] != 2:
+        raise ValueError(f"placed_start needs k = 2 centres, got shape {th.shape}")
+    if kind not in PLACEMENTS:
+        raise ValueError(f"kind must be one of {list(PLACEMENTS)}, got {kind!r}")
+    gen = as_generator(rng)
+    delta = float(np.linalg.norm(th[1] - th[0]))
+    u = (th[1] - th[0]) / delta
+    w = gen.standard_normal(th.shape[1])
+    w -= (w @ u) * u
+    w /= np.linalg.norm(w)
+    if kind == "collinear":
+        v = (u, -u)
+    elif kind == "orthogonal_opposite":
+        v = (w, -w)
+    elif kind == "orthogonal_same":
+        v = (w, w)
+    else:
+        z = gen.standard_normal((2, th.shape[1]))
+        v = tuple(z / np.linalg.norm(z, axis=1, keepdims=True))
+    return th + (0.5 - alpha0) * delta * np.stack(v)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numba
@@ -15,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
 from . import _config
+from .backends import BACKENDS, check_jax_method, current_backend, resolve_backend, use_backend
 from . import _gram as _gram_module
 from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
 from ._gram import run_gram
@@ -275,7 +274,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
     NeurIPS 2020 / IEEE Trans. Inf. Theory 2022: Algorithm 2 (IFCA) and Section 5 (resampling).
     """
-    backend = _resolve_backend(backend)
+    backend = resolve_backend(backend)
     if backend == "jax":
         check_jax_method(method, "backend='jax'")
         method = "data"  # the JAX backend computes the direct path
@@ -289,61 +288,6 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     if backend == "jax":
         return _run_jax(prob)
     return _run(prob, threads)
-
-
-#: The kernel backends :func:`ifca` can use.
-BACKENDS = ("numba", "jax")
-_default_backend = ContextVar("mixlinreg_backend", default="numba")
-
-
-def check_jax_method(method, where):
-    """``method`` is one the JAX backend computes (the direct path), else a ``ValueError`` naming
-    ``where`` the JAX backend was asked for."""
-    if not (isinstance(method, str) and method in ("auto", "data")):
-        raise ValueError(f"method must be one of ['auto', 'data'] with {where} (it computes the "
-                         f"direct path), got {method!r}")
-
-
-def current_backend():
-    """The backend :func:`ifca` uses when a call names none (``"numba"`` unless inside
-    :func:`use_backend`)."""
-    return _default_backend.get()
-
-
-def _resolve_backend(backend):
-    """``backend`` checked, ``None`` replaced by the calling context's default."""
-    if backend is None:
-        return _default_backend.get()
-    return check_choice("backend", backend, set(BACKENDS))
-
-
-@contextmanager
-def use_backend(backend):
-    """Within this context, :func:`ifca` (and everything built on it: the estimator, the Figure 2
-    harness, the studies) computes with ``backend`` (``"numba"`` or ``"jax"``) unless a call names
-    its own. The JAX backend is imported here, so a missing extra is reported at once. The
-    setting is a context variable: it holds in this thread (and asyncio task) and in the worker
-    processes of the studies, which are handed it, but threads started inside do not inherit it
-    (pass ``backend=`` there).
-
-    >>> import mixlinreg as mlr
-    >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
-    >>> init = mlr.init_close(mix.theta_star, alpha0=0.25, n_runs=3, rng=1)
-    >>> with mlr.use_backend("jax"):  # doctest: +SKIP
-    ...     res = mlr.ifca(mix.X, mix.y, init, lr=0.1, n_iter=100)
-    >>> res.method  # doctest: +SKIP
-    'jax'
-    """
-    backend = check_choice("backend", backend, set(BACKENDS))
-    if backend == "jax":
-        from ._jax import import_jax
-
-        import_jax()
-    token = _default_backend.set(backend)
-    try:
-        yield backend
-    finally:
-        _default_backend.reset(token)
 
 
 def _run_jax(prob):

@@ -31,6 +31,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 from scipy import stats as _sps
 
 from ._validation import as_generator
@@ -38,7 +39,7 @@ from ._validation import as_generator
 __all__ = ["HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "Fit", "wilson_interval",
            "newcombe_paired", "paired_difference", "bootstrap", "linear_slope", "loglog_slope",
            "semilog_slope", "contraction_factor", "verdict_equal", "verdict_at_most",
-           "verdict_at_least"]
+           "verdict_at_least", "log_f_cdf"]
 
 #: the verdicts a study can reach (``CAVEAT`` is given by study-specific rules, not here)
 HOLDS = "holds"
@@ -597,3 +598,93 @@ def verdict_at_least(fit: Fit, bound: float, margin: float = 0.0) -> str:
     if fit.hi < bound - margin:
         return NOT_SUPPORTED
     return INCONCLUSIVE
+
+
+# ------------------------------------------------------------------ the F distribution's far tail
+_FPMIN = 1e-300
+
+
+def _dof(dof):
+    n = np.asarray(dof)
+    nf = n.astype(float)
+    if (n.size == 0 or not np.all(np.isfinite(nf)) or np.any(nf < 1)
+            or np.any(nf != np.round(nf))):
+        raise ValueError(f"dof must be integers >= 1, got {dof!r}")
+    return nf
+
+
+def _betacf(a, b, x, *, maxit=20000, eps=1e-14):
+    """Continued fraction of the incomplete beta function (modified Lentz), vectorized."""
+    a, b, x = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float), np.asarray(x, float))
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = np.where(np.abs(d) < _FPMIN, _FPMIN, d)
+    d = 1.0 / d
+    h = d.copy()
+    done = np.zeros(x.shape, dtype=bool)
+    for m in range(1, maxit + 1):
+        m2 = 2.0 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < _FPMIN, _FPMIN, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < _FPMIN, _FPMIN, c)
+        d = 1.0 / d
+        h = np.where(done, h, h * d * c)
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = np.where(np.abs(d) < _FPMIN, _FPMIN, d)
+        c = 1.0 + aa / c
+        c = np.where(np.abs(c) < _FPMIN, _FPMIN, c)
+        d = 1.0 / d
+        de = d * c
+        h = np.where(done, h, h * de)
+        done |= np.abs(de - 1.0) < eps
+        if done.all():
+            return h
+    raise RuntimeError(f"incomplete-beta continued fraction did not converge in {maxit} steps")
+
+
+def log_f_cdf(q, dof):
+    """``log F(dof, dof).cdf(q)``, accurate far below the smallest float (log domain).
+
+    Uses ``scipy.special.betainc`` where the value is above ``1e-280`` and otherwise the
+    continued fraction of the regularized incomplete beta function ``I_x(dof/2, dof/2)``,
+    ``x = q / (1 + q)``, with its prefactor in logs.
+
+    Parameters
+    ----------
+    q : float >= 0
+    dof : array of int >= 1
+
+    Returns
+    -------
+    ndarray of float (``-inf`` where ``q = 0``)
+
+    References
+    ----------
+    Lemma 1 (Appendix A.1 of the long version): the exact law of the misclassification event.
+    """
+    q = float(q)
+    if not (q >= 0):
+        raise ValueError(f"q must be >= 0, got {q!r}")
+    n0 = _dof(dof)
+    n = np.atleast_1d(n0)
+    if q == 0:
+        return np.full(n0.shape, -np.inf)
+    if np.isinf(q):
+        return np.zeros(n0.shape)
+    h = 0.5 * n
+    x = q / (1.0 + q)
+    p = special.betainc(h, h, x)
+    with np.errstate(divide="ignore"):
+        out = np.log(p)
+    tiny = p < 1e-280
+    if np.any(tiny):
+        if x >= 0.5:  # cannot happen: then P >= 1/2
+            raise RuntimeError("log_f_cdf: underflow with q >= 1")
+        ht = h[tiny]
+        front = ht * np.log(x) + ht * np.log1p(-x) - special.betaln(ht, ht) - np.log(ht)
+        out[tiny] = front + np.log(_betacf(ht, ht, np.full(ht.shape, x)))
+    return out.reshape(n0.shape)

@@ -8,7 +8,8 @@ from scipy import integrate, optimize, stats
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 from mixlinreg.theory.bounds import lemma1_exponent_form
-from mixlinreg.theory.lemma1 import (_betacf, chernoff_exponent, exponent_from_angles, form_verdict,
+from mixlinreg.stats import _betacf
+from mixlinreg.theory.lemma1 import (chernoff_exponent, exponent_from_angles, form_verdict,
                                      log_f_cdf, mc_agreement_verdict, misclassification_probability,
                                      placement, residual_eigenvalues, simulate_misclassification,
                                      worst_placement)

@@ -77,9 +77,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     """
     progress = check_bool("progress", progress)
     n_jobs = check_backend(n_jobs, backend)
-    from ..ifca import _resolve_backend, check_jax_method
+    from ..backends import check_jax_method, resolve_backend
 
-    kernel = _resolve_backend(kernel)
+    kernel = resolve_backend(kernel)
     workers = 1
     if kernel == "jax":
         from .._jax import import_jax

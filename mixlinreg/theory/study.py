@@ -510,7 +510,7 @@ def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequ
     """One unit of a study, for the runner: ``study.compute`` with the unit's generator and
     ``shared(name, fn)`` (rows several units need, computed once through the same store)."""
     from ..harness.store import UnitStore
-    from ..ifca import use_backend
+    from ..backends import use_backend
 
     counts = {"shared_computed": 0, "shared_resumed": 0}
 
@@ -541,7 +541,7 @@ def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
     seeded by ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(unit name)))``, stored under
     ``<store>/<ID>-<preset>-<hash of ID, preset, seed and params>``. A study that reads a Figure 2
     store raises :class:`MissingInput` from ``study.units`` when it is absent."""
-    from ..ifca import current_backend
+    from ..backends import current_backend
     from ..runner import Workload, store_key
 
     units = list(study.units(params))

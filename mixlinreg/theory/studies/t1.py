@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ...config import Spec
+from ...geometry import PLACEMENTS, placed_start  # noqa: F401 (placed_start: re-exported)
 from ...stats import Fit, bootstrap
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
@@ -44,7 +45,6 @@ from ..linear import (cluster_labels, linear_data, one_step_factor, simplex_cent
 from ..study import Decision, Study, Verdict, sensitivity_line
 
 K = 2
-PLACEMENTS = ("collinear", "orthogonal_opposite", "orthogonal_same", "random")
 SCOPES = ("equal sizes", "p_max <= 3p", "p_max > 3p")
 OK = (HOLDS, CAVEAT)
 _SCOPE_TITLES = dict(zip(SCOPES, ("Equal sizes", "Unequal, p_max <= 3p", "Unequal, p_max > 3p")))
@@ -190,45 +190,6 @@ def _digits(x, digits=7):
     """``x`` rounded to ``digits`` significant digits, as float64: a third of the table's size,
     and its CSV round trip is exact (a resumed unit reads back the very numbers computed)."""
     return np.char.mod(f"%.{digits}g", np.asarray(x, dtype=float)).astype(float)
-
-
-def placed_start(theta_star, alpha0, kind, rng):
-    """Both models at distance ``(1/2 - alpha0) Delta`` from their centres, placed by ``kind``.
-
-    ``theta_j = theta*_j + (1/2 - alpha0) Delta v_j`` with ``u`` the unit vector from centre 1 to
-    centre 2 and ``w`` a random unit vector perpendicular to it: ``"collinear"``: ``v = (u, -u)``
-    (each model moved toward the other centre, :func:`mixlinreg.init_close`'s adversarial start);
-    ``"orthogonal_opposite"``: ``(w, -w)``; ``"orthogonal_same"``: ``(w, w)``; ``"random"``: two
-    independent uniform directions. The names are those of
-    :func:`mixlinreg.theory.lemma1.placement`, seen from either cluster.
-
-    >>> th = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
-    >>> placed_start(th, 0.25, "collinear", 0).tolist()
-    [[0.25, 0.0, 0.0], [0.75, 0.0, 0.0]]
-    """
-    from ..._validation import as_generator
-
-    th = np.asarray(theta_star, dtype=float)
-    if th.shape[0] != 2:
-        raise ValueError(f"placed_start needs k = 2 centres, got shape {th.shape}")
-    if kind not in PLACEMENTS:
-        raise ValueError(f"kind must be one of {list(PLACEMENTS)}, got {kind!r}")
-    gen = as_generator(rng)
-    delta = float(np.linalg.norm(th[1] - th[0]))
-    u = (th[1] - th[0]) / delta
-    w = gen.standard_normal(th.shape[1])
-    w -= (w @ u) * u
-    w /= np.linalg.norm(w)
-    if kind == "collinear":
-        v = (u, -u)
-    elif kind == "orthogonal_opposite":
-        v = (w, -w)
-    elif kind == "orthogonal_same":
-        v = (w, w)
-    else:
-        z = gen.standard_normal((2, th.shape[1]))
-        v = tuple(z / np.linalg.norm(z, axis=1, keepdims=True))
-    return th + (0.5 - alpha0) * delta * np.stack(v)
 
 
 def _misclass_unit(spec, p, rng):
