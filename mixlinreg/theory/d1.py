@@ -9,7 +9,8 @@ Its study record, :mod:`mixlinreg.theory.studies.d1` (config ``mixlinreg/configs
 makes D1's tables (the runs and the paired moves, from the Figure 2 stores found by their configs
 and from new runs of the panel-(a) grid under both scalings); this module reads them:
 :func:`d1_note` is the whole analysis, from the moves table (one row per comparison and grid point,
-with its simultaneous interval) and the separations table alone, so the note can be remade from the
+with its simultaneous interval) and the separations table alone (its outcome :func:`d1_decision`'s,
+a pure function of the moves table and the margin), so the note can be remade from the
 committed tables without rerunning anything (:func:`rebuild_d1`, ``python -m
 mixlinreg.theory.d1``). It reports sigma = 0 apart: there the text's success rule is ``dist <= 0.6
 sigma = 0``, which a floating-point run never meets, so a move at sigma = 0 measures that rule, not
@@ -35,11 +36,11 @@ from scipy.stats import binom
 
 from ..harness.config import load_config
 from ..stats import Fit
-from .study import (DIFFER, NOTE, SAME, UNDETERMINED, StudyResult, canonical_preset,
+from .study import (DIFFER, NOTE, SAME, UNDETERMINED, Decision, StudyResult, canonical_preset,
                      combine_outcomes)
 
-__all__ = ["QUESTION", "FAMILIES", "move_outcome", "sigma_strata", "d1_numbers", "d1_note",
-           "rebuild_d1", "expected_sq_separation"]
+__all__ = ["QUESTION", "FAMILIES", "move_numbers", "move_outcome", "d1_decision", "sigma_strata",
+           "d1_numbers", "d1_note", "rebuild_d1", "expected_sq_separation"]
 
 #: what D1 asks (the record's ``claim`` field; a note answers a question, it claims nothing)
 QUESTION = ("Do the text of Section 6.1 and the authors' code describe the same experiment, i.e. do "
@@ -63,11 +64,25 @@ _ANALYSIS_CAVEATS = ("Comparisons (first minus second)", "The repository's Figur
                      "At sigma = 0 the text's threshold")
 
 
+def move_numbers(moves) -> dict:
+    """What :func:`move_outcome` compares: the grid points, how many intervals (``lo``, ``hi``)
+    exclude 0, and the widest bound ``max |lo|, |hi|`` (held to the margin).
+
+    >>> move_numbers(pd.DataFrame({"lo": [-0.1, 0.3], "hi": [0.1, 0.9]}))
+    {'grid points': 2, 'intervals excluding 0': 1, 'widest |bound|': 0.9}
+    """
+    lo, hi = moves["lo"].to_numpy(float), moves["hi"].to_numpy(float)
+    widest = float(np.max(np.abs(np.concatenate([lo, hi])))) if len(moves) else float("nan")
+    return {"grid points": len(moves), "intervals excluding 0": int(np.sum((lo > 0) | (hi < 0))),
+            "widest |bound|": widest}
+
+
 def move_outcome(moves, margin) -> str:
     """The outcome of one comparison from its paired intervals (columns ``lo``, ``hi``).
 
     "results differ" if some interval excludes 0; "same results" if every interval lies inside
-    ``[-margin, margin]``; "undetermined" otherwise (or with no grid point).
+    ``[-margin, margin]``; "undetermined" otherwise (or with no grid point). The numbers compared
+    are :func:`move_numbers`'s.
 
     >>> move_outcome(pd.DataFrame({"lo": [-0.1, -0.05], "hi": [0.1, 0.12]}), 0.2)
     'same results'
@@ -78,14 +93,33 @@ def move_outcome(moves, margin) -> str:
     """
     if not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin must be finite and >= 0, got {margin!r}")
-    if len(moves) == 0:
+    n = move_numbers(moves)
+    if n["grid points"] == 0:
         return UNDETERMINED
-    lo, hi = moves["lo"].to_numpy(float), moves["hi"].to_numpy(float)
-    if np.any((lo > 0) | (hi < 0)):
+    if n["intervals excluding 0"]:
         return DIFFER
-    if np.all((lo >= -margin) & (hi <= margin)):
+    if n["widest |bound|"] <= margin:  # no interval excludes 0: every one inside +-margin
         return SAME
     return UNDETERMINED
+
+
+def d1_decision(moves, margin, fixed_sigma=None) -> Decision:
+    """D1's outcome alone, from the moves table, no prose: decided on the sigma > 0 points.
+
+    Per comparison (``family``, ``panel``), on its sigma > 0 grid points, :func:`move_outcome`
+    at ``margin``; the note's outcome is the strongest of them (:func:`combine_outcomes`: differ >
+    undetermined > same), *undetermined* with no sigma > 0 point. ``numbers``: the margin and,
+    per comparison (``"distance (a): ..."``), :func:`move_numbers` and its outcome. ``fixed_sigma``
+    as in :func:`sigma_strata`.
+    """
+    pos = moves[sigma_strata(moves, fixed_sigma).to_numpy() == "> 0"]
+    numbers, outcomes = {"margin": margin}, []
+    for (family, panel), g in pos.groupby(["family", "panel"], sort=False):
+        outcome = move_outcome(g, margin)
+        numbers.update({f"{family} ({panel}): {k}": v for k, v in move_numbers(g).items()})
+        numbers[f"{family} ({panel}): outcome"] = outcome
+        outcomes.append(outcome)
+    return Decision(combine_outcomes(outcomes) if outcomes else UNDETERMINED, numbers)
 
 
 def sigma_strata(moves, fixed_sigma=None) -> pd.Series:
@@ -173,14 +207,21 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
     fixed_sigma : dict, optional
         ``{panel: sigma}`` for panels whose rows carry no sigma (their grid fixes it).
 
-    The outcome is decided on the sigma > 0 points; sigma = 0 is reported apart (the text's
-    threshold ``dist <= 0`` cannot hold in floating point there).
+    The outcome is :func:`d1_decision`'s, decided on the sigma > 0 points; sigma = 0 is reported
+    apart (the text's threshold ``dist <= 0`` cannot hold in floating point there).
     """
     numbers = d1_numbers(moves, margin, fixed_sigma)
+    outcome = d1_decision(moves, margin, fixed_sigma).verdict
+    summary = _note_summary(moves, seps, numbers, outcome, margin, fixed_sigma)
+    caveats = _note_caveats(moves)
+    assert all(c.startswith(_ANALYSIS_CAVEATS) for c in caveats)
+    return outcome, numbers, summary, caveats + list(run_caveats)
+
+
+def _note_summary(moves, seps, numbers, outcome, margin, fixed_sigma):
     pos = numbers[numbers["sigma"].str.startswith(">")]
     zero = numbers[numbers["sigma"] == "0"]
     unknown = numbers[numbers["sigma"] == "unknown"]
-    outcome = combine_outcomes(pos["outcome"]) if len(pos) else UNDETERMINED
     drivers = [f"{r['comparison']} ({r['panel']})" for r in pos.to_dict("records")
                if r["outcome"] == outcome]
     g0 = moves[sigma_strata(moves, fixed_sigma).to_numpy() == "0"]
@@ -191,13 +232,7 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
             text_trials += int(row["trials"])
     fam = moves.groupby(["family", "panel"])
     alpha_fw = float(((1 - fam["confidence"].first()) * fam.size()).max())
-    sep = seps.groupby(["theta_scale", "R"]).agg(mean=("delta", "mean"), lo=("delta", "min"),
-                                                  hi=("delta", "max"),
-                                                  exact=("rms_exact", "first"))
-    Rmax = float(seps["R"].max())
-    dc, dn = sep.loc[("code", Rmax)], sep.loc[("norm", Rmax)]
-    d = int(seps["d"].iloc[0])
-    summary = (
+    return (
         "A reproducibility note, not a claim of the paper. Each difference between the text's and "
         "the code's conventions is a paired move of the success probability, code convention minus "
         "text convention, per grid point, with Newcombe intervals made simultaneous over the grid "
@@ -217,11 +252,24 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
         + ("Sigma unknown (not in the table, not given): "
            + "; ".join(_family_txt(r) for r in unknown.to_dict("records")) + ".\n\n"
            if len(unknown) else "")
-        + f"Separation Delta = ||theta*_1 - theta*_2|| at R = {Rmax:g}, d = {d}: code "
-        f"{dc['mean']:.3g} (range {dc['lo']:.3g}-{dc['hi']:.3g} over trials; exact rms "
-        f"{dc['exact']:.4g} = R sqrt(d/2) up to 2^-d), text {dn['mean']:.3g} (range "
-        f"{dn['lo']:.3g}-{dn['hi']:.3g}; exact rms {dn['exact']:.4g}): a factor "
-        f"{dc['mean'] / dn['mean']:.3g} apart at the same R.")
+        + _separation_txt(seps))
+
+
+def _separation_txt(seps):
+    sep = seps.groupby(["theta_scale", "R"]).agg(mean=("delta", "mean"), lo=("delta", "min"),
+                                                  hi=("delta", "max"),
+                                                  exact=("rms_exact", "first"))
+    Rmax = float(seps["R"].max())
+    dc, dn = sep.loc[("code", Rmax)], sep.loc[("norm", Rmax)]
+    d = int(seps["d"].iloc[0])
+    return (f"Separation Delta = ||theta*_1 - theta*_2|| at R = {Rmax:g}, d = {d}: code "
+            f"{dc['mean']:.3g} (range {dc['lo']:.3g}-{dc['hi']:.3g} over trials; exact rms "
+            f"{dc['exact']:.4g} = R sqrt(d/2) up to 2^-d), text {dn['mean']:.3g} (range "
+            f"{dn['lo']:.3g}-{dn['hi']:.3g}; exact rms {dn['exact']:.4g}): a factor "
+            f"{dc['mean'] / dn['mean']:.3g} apart at the same R.")
+
+
+def _note_caveats(moves):
     rule_a = moves[(moves["family"] == "rule") & (moves["panel"] == "a")]
     nesting = ("Moves of the code rule against the text rule are one-sided by construction: "
                "dist_nearest <= dist_matched and the code's threshold is at least the text's, so a "
@@ -236,7 +284,7 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
         nesting += (f"; on the {int(rule_other['trials'].sum())} cell-trials of panels "
                     f"{', '.join(sorted(rule_other['panel'].unique()))} it did so "
                     f"{int(rule_other['only_second'].sum())} times")
-    caveats = [
+    return [
         "Comparisons (first minus second): "
         + "; ".join(f"{k} = {v}" for k, v in FAMILIES.items()) + ".",
         "The repository's Figure 2 uses the code's conventions (theta*_j = R Bernoulli(0.5)^d, "
@@ -250,8 +298,6 @@ def d1_note(moves, seps, *, margin, run_caveats=(), fixed_sigma=None):
         "initialization would be a third experiment, not run here.",
         nesting + ".",
     ]
-    assert all(c.startswith(_ANALYSIS_CAVEATS) for c in caveats)
-    return outcome, numbers, summary, caveats + list(run_caveats)
 
 
 def _read_table(out, name):

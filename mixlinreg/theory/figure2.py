@@ -21,9 +21,10 @@ import pandas as pd
 from scipy.special import comb
 
 from ..stats import Fit, wilson_interval
-from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
+from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision
 
-__all__ = ["trend_test", "trend_verdict", "ALPHA", "STUDY_TITLES"]
+__all__ = ["trend_test", "trend_decision", "trend_reason", "trend_verdict", "ALPHA",
+           "STUDY_TITLES"]
 
 #: significance level of the trend tests
 ALPHA = 0.05
@@ -175,10 +176,80 @@ def _trend_row(label, levels, ns, ss, law, T):
                 p_decrease=float(min(1.0, law[:T + 1].sum())), flat=bool(S in (0, N)))
 
 
+def _trend_parts(tests, alpha):
+    """The rows :func:`trend_decision` reads: the pooled row, the strata, the informative ones'
+    count ``H`` and the strata that decrease (Bonferroni), are flat, or do not rise on their own."""
+    _check_alpha(alpha)
+    if "stratum" not in tests.columns or (tests["stratum"] == "pooled").sum() != 1:
+        raise ValueError("tests must be a trend_test table with exactly one 'pooled' row")
+    pooled = tests[tests["stratum"] == "pooled"].iloc[0]
+    strata = tests[tests["stratum"] != "pooled"]
+    informative = strata[~strata["flat"].astype(bool)]
+    H = max(len(informative), 1)
+    down = informative[informative["p_decrease"] < alpha / H]
+    flat = strata[strata["flat"].astype(bool)]
+    weak = informative[informative["p_increase"] >= alpha]
+    return pooled, strata, informative, H, down, flat, weak
+
+
+def trend_decision(tests, alpha=ALPHA) -> Decision:
+    """The rule of :func:`trend_verdict` alone: its verdict and the numbers it compared, no prose.
+
+    ``numbers``: the pooled ``p_increase`` and ``p_decrease`` (held to ``alpha``), the strata and
+    informative (non-flat) strata, the Bonferroni level ``alpha / H`` the strata's ``p_decrease``
+    is held to, and how many informative strata decrease at it, rise (``p_increase < alpha``) or do
+    not (``p_increase >= alpha``), and how many are flat.
+
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"stratum": ["s=0", "pooled"], "p_increase": [0.01, 0.001],
+    ...                   "p_decrease": [0.99, 0.999], "flat": [False, False]})
+    >>> d = trend_decision(t, 0.05)
+    >>> d.verdict, d.numbers["strata not significant"]
+    ('holds', 0)
+    """
+    pooled, strata, informative, H, down, flat, weak = _trend_parts(tests, alpha)
+    n = {"pooled p_increase": float(pooled["p_increase"]),
+         "pooled p_decrease": float(pooled["p_decrease"]), "alpha": alpha,
+         "strata": len(strata), "informative strata": len(informative),
+         "Bonferroni level": alpha / H, "strata decreasing": len(down),
+         "strata rising": int((informative["p_increase"] < alpha).sum()),
+         "strata flat": len(flat), "strata not significant": len(weak)}
+    if n["pooled p_decrease"] < alpha or n["strata decreasing"]:
+        verdict = NOT_SUPPORTED
+    elif n["pooled p_increase"] < alpha:
+        verdict = HOLDS if not n["strata flat"] and not n["strata not significant"] else CAVEAT
+    else:
+        verdict = INCONCLUSIVE
+    return Decision(verdict, n)
+
+
+def trend_reason(tests, alpha, verdict) -> str:
+    """The sentence that explains ``verdict`` (:func:`trend_decision`'s): the deciding p-values
+    and strata."""
+    pooled, strata, _, H, down, flat, weak = _trend_parts(tests, alpha)
+    pp = (f"pooled p(increase) = {pooled['p_increase']:.3g}, "
+          f"p(decrease) = {pooled['p_decrease']:.3g}")
+    if verdict == NOT_SUPPORTED:
+        which = ", ".join(f"{r.stratum} (p = {r.p_decrease:.3g})" for r in down.itertuples())
+        return (f"{pp}; significant decrease in "
+                f"{which or 'the pooled test'} (Bonferroni over {H} strata)")
+    if verdict == HOLDS:
+        return f"{pp}; all {len(strata)} strata significant on their own"
+    if verdict == CAVEAT:
+        parts = []
+        if len(flat):
+            parts.append(f"{len(flat)} flat ({', '.join(flat['stratum'])})")
+        if len(weak):
+            parts.append(f"{len(weak)} not significant on their own "
+                         f"({', '.join(weak['stratum'])})")
+        return f"{pp}; of {len(strata)} strata, " + " and ".join(parts)
+    return f"{pp}: no significant trend either way"
+
+
 def trend_verdict(tests, alpha=ALPHA):
     """Verdict on "success rises along the axis" from one :func:`trend_test` table.
 
-    Rules (``alpha`` one-sided):
+    Rules (``alpha`` one-sided; :func:`trend_decision` applies them):
 
     * **not supported** if the pooled test shows a significant decrease (``p_decrease < alpha``) or
       some stratum does, after a Bonferroni correction over the informative (non-flat) strata
@@ -199,7 +270,7 @@ def trend_verdict(tests, alpha=ALPHA):
     -------
     verdict : str
     reason : str
-        One sentence naming the deciding p-values and strata.
+        One sentence naming the deciding p-values and strata (:func:`trend_reason`).
 
     Examples
     --------
@@ -213,33 +284,8 @@ def trend_verdict(tests, alpha=ALPHA):
     ----------
     Section 6.1 of the paper, Figure 2.
     """
-    _check_alpha(alpha)
-    if "stratum" not in tests.columns or (tests["stratum"] == "pooled").sum() != 1:
-        raise ValueError("tests must be a trend_test table with exactly one 'pooled' row")
-    pooled = tests[tests["stratum"] == "pooled"].iloc[0]
-    strata = tests[tests["stratum"] != "pooled"]
-    informative = strata[~strata["flat"].astype(bool)]
-    H = max(len(informative), 1)
-    down = informative[informative["p_decrease"] < alpha / H]
-    flat = strata[strata["flat"].astype(bool)]
-    weak = informative[informative["p_increase"] >= alpha]
-    pp = (f"pooled p(increase) = {pooled['p_increase']:.3g}, "
-          f"p(decrease) = {pooled['p_decrease']:.3g}")
-    if pooled["p_decrease"] < alpha or len(down):
-        which = ", ".join(f"{r.stratum} (p = {r.p_decrease:.3g})" for r in down.itertuples())
-        return NOT_SUPPORTED, (f"{pp}; significant decrease in "
-                               f"{which or 'the pooled test'} (Bonferroni over {H} strata)")
-    if pooled["p_increase"] < alpha:
-        if not len(flat) and not len(weak):
-            return HOLDS, f"{pp}; all {len(strata)} strata significant on their own"
-        parts = []
-        if len(flat):
-            parts.append(f"{len(flat)} flat ({', '.join(flat['stratum'])})")
-        if len(weak):
-            parts.append(f"{len(weak)} not significant on their own "
-                         f"({', '.join(weak['stratum'])})")
-        return CAVEAT, f"{pp}; of {len(strata)} strata, " + " and ".join(parts)
-    return INCONCLUSIVE, f"{pp}: no significant trend either way"
+    verdict = trend_decision(tests, alpha).verdict
+    return verdict, trend_reason(tests, alpha, verdict)
 
 
 # ------------------------------------------------------------------------------ F2a-F2d
@@ -274,21 +320,18 @@ def _f2_numbers(tests, alpha):
     rows = []
     for (axis, rule, role), g in tests.groupby(["axis", "rule", "role"], sort=False):
         pooled = g[g["stratum"] == "pooled"].iloc[0]
-        strata = g[g["stratum"] != "pooled"]
-        informative = strata[~strata["flat"].astype(bool)]
-        H = max(len(informative), 1)
-        verdict, _ = trend_verdict(g, alpha)
+        d = trend_decision(g, alpha)
+        n = d.numbers
         lo_s = round(pooled["p_low_end"] * pooled["trials_low_end"])
         hi_s = round(pooled["p_high_end"] * pooled["trials_high_end"])
         rows.append({
-            "axis": axis, "rule": rule, "role": role, "strata": len(strata),
-            "increase (p<0.05)": int((informative["p_increase"] < alpha).sum()),
-            "flat": int(strata["flat"].astype(bool).sum()),
-            "decrease (Bonf.)": int((informative["p_decrease"] < alpha / H).sum()),
-            "p_increase": float(pooled["p_increase"]), "p_decrease": float(pooled["p_decrease"]),
+            "axis": axis, "rule": rule, "role": role, "strata": n["strata"],
+            "increase (p<0.05)": n["strata rising"],
+            "flat": n["strata flat"], "decrease (Bonf.)": n["strata decreasing"],
+            "p_increase": n["pooled p_increase"], "p_decrease": n["pooled p_decrease"],
             "success at low end": _fit_prop(lo_s, int(pooled["trials_low_end"])).fmt(2),
             "at high end": _fit_prop(hi_s, int(pooled["trials_high_end"])).fmt(2),
-            "verdict": verdict if role == "claim" else f"({verdict}; no claim)",
+            "verdict": d.verdict if role == "claim" else f"({d.verdict}; no claim)",
         })
     return pd.DataFrame(rows)
 

@@ -3,9 +3,11 @@
 With ``s`` of a trial's ``N`` initializations successful, ``r`` restarts drawn without replacement
 contain a success with probability ``1 - C(N - s, r) / C(N, r)`` (:func:`restart_success`);
 :func:`restart_curves` averages it over trials with a bootstrap, :func:`rs_cell_stats` does so per
-Figure 2 cell, and :func:`rs_verdict` is the study's rule, with every threshold an argument (the
-values are in ``mixlinreg/configs/studies/RS.toml``). :func:`reduce_runs` turns a Figure 2 store's rows
-(one per cell, initialization and step size) into one row per initialization.
+Figure 2 cell, and :func:`rs_decision` is the study's rule (cell by cell :func:`rs_classify`), with
+every threshold an argument (the values are in ``mixlinreg/configs/studies/RS.toml``);
+:func:`rs_verdict` adds the sentence that explains it (:func:`rs_explain`). :func:`reduce_runs`
+turns a Figure 2 store's rows (one per cell, initialization and step size) into one row per
+initialization.
 
 References
 ----------
@@ -24,8 +26,10 @@ import pandas as pd
 from .._validation import as_generator, check_int
 from ..metrics import success_authors, success_text
 from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, wilson_interval
+from .study import Decision
 
-__all__ = ["restart_success", "restart_curves", "rs_cell_stats", "rs_verdict", "reduce_runs"]
+__all__ = ["restart_success", "restart_curves", "rs_cell_stats", "rs_classify", "rs_decision",
+           "rs_explain", "rs_verdict", "reduce_runs"]
 
 
 def restart_success(s, n_init, r):
@@ -180,6 +184,93 @@ def rs_cell_stats(per_init, *, target, n_boot=2000, confidence=0.95, rng=None):
     return pd.DataFrame(cells), curves
 
 
+def rs_classify(cells, *, target, p1_substantial, min_trials):
+    """RS's rule, cell by cell: which cells are evidence, hold or contradict; R* per (panel, sigma).
+
+    A cell is *evidence* with ``trials >= min_trials``; it *holds* when ``pN >= target`` and
+    ``r_need_hi <= n_init``; it *contradicts* when ``p1 >= p1_substantial`` and ``pN_hi < target``
+    (evidence cells only). ``R*`` of a (panel, sigma) is the smallest R of its evidence cells from
+    which every cell holds (``None`` if its largest R does not).
+
+    Returns
+    -------
+    cells : DataFrame
+        ``cells`` with the boolean columns ``evidence``, ``holds``, ``contradicts``.
+    r_star : dict
+        ``{(panel, sigma): R* or None}`` over the (panel, sigma) of the evidence cells.
+    """
+    need = {"panel", "R", "sigma", "trials", "n_init", "p1", "pN", "pN_hi", "r_need_hi"}
+    missing = need - set(cells.columns)
+    if missing:
+        raise ValueError(f"cells must have the columns {sorted(need)}, missing {sorted(missing)}")
+    c = cells.copy()
+    c["evidence"] = c["trials"] >= min_trials
+    c["holds"] = c["evidence"] & (c["pN"] >= target) & (c["r_need_hi"] <= c["n_init"])
+    c["contradicts"] = c["evidence"] & (c["p1"] >= p1_substantial) & (c["pN_hi"] < target)
+    r_star = {}
+    for (panel, sigma), g in c[c["evidence"]].groupby(["panel", "sigma"]):
+        g = g.sort_values("R")
+        ok = g["holds"].to_numpy()
+        tail = np.flatnonzero(~ok)  # R* is the R after the last cell that does not hold
+        r_star[(panel, float(sigma))] = (None if ok.size == 0 or not ok[-1] else
+                                         float(g["R"].iloc[tail[-1] + 1 if tail.size else 0]))
+    return c, r_star
+
+
+def rs_decision(cells, *, target, p1_substantial, min_trials) -> Decision:
+    """RS's verdict (the rule of :func:`rs_verdict`) and the numbers it compared, no prose.
+
+    From :func:`rs_classify`'s cells: *inconclusive* with no evidence cell; *not supported* if
+    some cell contradicts; *holds* if every evidence cell holds; *holds with a caveat* if every
+    (panel, sigma) has an ``R*``; *inconclusive* otherwise. ``numbers``: the three thresholds, the
+    evidence cells, those that hold and that contradict, and the (panel, sigma) with no ``R*``.
+    """
+    c, r_star = rs_classify(cells, target=target, p1_substantial=p1_substantial,
+                            min_trials=min_trials)
+    n = {"target": target, "p1_substantial": p1_substantial, "min_trials": min_trials,
+         "evidence cells": int(c["evidence"].sum()),
+         "evidence cells that hold": int((c["evidence"] & c["holds"]).sum()),
+         "cells that contradict": int(c["contradicts"].sum()),
+         "(panel, sigma)": len(r_star),
+         "(panel, sigma) with no R*": sum(v is None for v in r_star.values())}
+    if n["evidence cells"] == 0:
+        verdict = INCONCLUSIVE
+    elif n["cells that contradict"]:
+        verdict = NOT_SUPPORTED
+    elif n["evidence cells that hold"] == n["evidence cells"]:
+        verdict = HOLDS
+    elif n["(panel, sigma) with no R*"] == 0:
+        verdict = CAVEAT
+    else:
+        verdict = INCONCLUSIVE
+    return Decision(verdict, n)
+
+
+def rs_explain(cells, verdict, *, target, p1_substantial, min_trials):
+    """What :func:`rs_verdict` returns as ``info`` for ``verdict`` (:func:`rs_decision`'s): the
+    classified cells, ``r_star`` (empty where no evidence cell or a contradiction decided) and
+    the ``reason``, a sentence."""
+    c, r_star = rs_classify(cells, target=target, p1_substantial=p1_substantial,
+                            min_trials=min_trials)
+    if not c["evidence"].any():
+        return dict(cells=c, r_star={}, reason=f"no cell has {min_trials} trials or more")
+    if verdict == NOT_SUPPORTED:
+        bad = c[c["contradicts"]]
+        return dict(cells=c, r_star={}, reason=(
+            f"single-init success is >= {p1_substantial:g} but all restarts stay below "
+            f"{target:g} at " + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}"
+                                          for r in bad.itertuples())))
+    if verdict == HOLDS:
+        reason = "every cell reaches the target within the restarts"
+    elif verdict == CAVEAT:
+        reason = "it holds from some separation R on in every (panel, sigma)"
+    else:
+        reason = ("even the largest R does not decide at " +
+                  "; ".join(f"panel {p}, sigma = {s:g}" for (p, s), v in r_star.items()
+                            if v is None))
+    return dict(cells=c, r_star=r_star, reason=reason)
+
+
 def rs_verdict(cells, *, target, p1_substantial, min_trials):
     """RS's rule on the per-cell statistics of :func:`rs_cell_stats`.
 
@@ -188,13 +279,15 @@ def rs_verdict(cells, *, target, p1_substantial, min_trials):
     ``target`` have an upper bound ``<= n_init``. A cell *contradicts* when its single-init success
     is substantial (``p1 >= p1_substantial``) and its ``n_init``-restart success has a Wilson upper
     bound ``< target``: restarts do not help where they should. Per (panel, sigma), ``R*`` is the
-    smallest R from which every cell holds.
+    smallest R from which every cell holds (:func:`rs_classify`).
 
     * "not supported" if some cell contradicts;
     * "holds" if every cell holds;
     * "holds with a caveat" if every (panel, sigma) has an ``R*`` (it holds above a separation);
     * "inconclusive" otherwise (no evidence cell, or a (panel, sigma) where even the largest R
       does not hold).
+
+    The verdict is :func:`rs_decision`'s, the ``info`` :func:`rs_explain`'s.
 
     Parameters
     ----------
@@ -215,43 +308,9 @@ def rs_verdict(cells, *, target, p1_substantial, min_trials):
     ----------
     Ghosh et al. (long version), Section 6, first paragraph.
     """
-    need = {"panel", "R", "sigma", "trials", "n_init", "p1", "pN", "pN_hi", "r_need_hi"}
-    missing = need - set(cells.columns)
-    if missing:
-        raise ValueError(f"cells must have the columns {sorted(need)}, missing {sorted(missing)}")
-    c = cells.copy()
-    c["evidence"] = c["trials"] >= min_trials
-    c["holds"] = c["evidence"] & (c["pN"] >= target) & (c["r_need_hi"] <= c["n_init"])
-    c["contradicts"] = c["evidence"] & (c["p1"] >= p1_substantial) & (c["pN_hi"] < target)
-    info = dict(cells=c, r_star={})
-    ev = c[c["evidence"]]
-    if ev.empty:
-        info["reason"] = f"no cell has {min_trials} trials or more"
-        return INCONCLUSIVE, info
-    if c["contradicts"].any():
-        bad = c[c["contradicts"]]
-        info["reason"] = (f"single-init success is >= {p1_substantial:g} but all restarts stay "
-                          f"below {target:g} at "
-                          + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}"
-                                      for r in bad.itertuples()))
-        return NOT_SUPPORTED, info
-    for (panel, sigma), g in ev.groupby(["panel", "sigma"]):
-        g = g.sort_values("R")
-        ok = g["holds"].to_numpy()
-        tail = np.flatnonzero(~ok)
-        r_star = None if ok.size == 0 or not ok[-1] else float(g["R"].iloc[tail[-1] + 1 if tail.size
-                                                                            else 0])
-        info["r_star"][(panel, float(sigma))] = r_star
-    if ev["holds"].all():
-        info["reason"] = "every cell reaches the target within the restarts"
-        return HOLDS, info
-    if all(v is not None for v in info["r_star"].values()):
-        info["reason"] = "it holds from some separation R on in every (panel, sigma)"
-        return CAVEAT, info
-    none = [k for k, v in info["r_star"].items() if v is None]
-    info["reason"] = ("even the largest R does not decide at " +
-                      "; ".join(f"panel {p}, sigma = {s:g}" for p, s in none))
-    return INCONCLUSIVE, info
+    kw = dict(target=target, p1_substantial=p1_substantial, min_trials=min_trials)
+    verdict = rs_decision(cells, **kw).verdict
+    return verdict, rs_explain(cells, verdict, **kw)
 
 
 def reduce_runs(rows, panel, success_plus):

@@ -4,10 +4,12 @@ Each reads the Figure 2 panel's runs from its store, found by config (the panel'
 study's ``[params] figure2_store`` root; never a path with a hash in it), summarizes them per grid
 point with the harness's success rules, runs the exact stratified Cochran-Armitage trend test
 (:func:`mixlinreg.theory.figure2.trend_test`) on the authors' rule (the rule behind the paper's
-curves: the verdict) and the text rule (shown), and decides with
-:func:`~mixlinreg.theory.figure2.trend_verdict` at the config's ``alpha``; for panels c and d the
-verdicts on m and on n are combined (the weakest wins). The direction in sigma (panels a, b) is
-reported for information only: the paper claims nothing about it. Configs:
+curves: the verdict) and the text rule (shown). :func:`decide` is the decision alone, a pure
+function of the trend tests and the config's ``alpha``: the rule of
+:func:`~mixlinreg.theory.figure2.trend_decision` per claimed axis; for panels c and d the
+verdicts on m and on n are combined (the weakest wins). ``analyze`` measures, calls it, and
+describes it (at the neighbouring ``alpha`` too, through it again). The direction in sigma
+(panels a, b) is reported for information only: the paper claims nothing about it. Configs:
 ``mixlinreg/configs/studies/F2a.toml`` ... ``F2d.toml``.
 """
 
@@ -19,9 +21,9 @@ import pandas as pd
 
 from ...config import Spec
 from ...harness import load_config, success_table
-from ..study import combine
-from ..figure2 import _PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_verdict
-from ..study import Study, Verdict, figure2_store, sensitivity_line
+from ..figure2 import (_PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_decision,
+                       trend_reason)
+from ..study import Decision, Study, Verdict, combine, figure2_store, sensitivity_line
 
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
@@ -57,46 +59,75 @@ def compute(spec, params, rng, shared):
     return pd.concat([tests, summ], ignore_index=True)
 
 
-def _verdict(tests, claimed, alpha, rule="authors"):
-    verdicts, reasons = [], []
-    for along, _ in claimed:
-        g = tests[(tests["axis"] == along) & (tests["rule"] == rule) & (tests["role"] == "claim")]
-        v, why = trend_verdict(g, alpha)
-        verdicts.append(v)
-        reasons.append((along, v, why, g))
-    return combine(verdicts), reasons
+# ------------------------------------------------------------------------------ the verdict
 
 
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    panel = p["panel"][-1]
+def _axis_rows(tests, along, rule="authors"):
+    """The trend tests of one claimed axis under one success rule (its strata and pooled row)."""
+    return tests[(tests["axis"] == along) & (tests["rule"] == rule) & (tests["role"] == "claim")]
+
+
+def _with_margins(params, **margins):
+    """``params`` with some margins moved (for the sensitivity lines)."""
+    return {**params, "margins": {**params["margins"], **margins}}
+
+
+def decide(tests, params) -> Decision:
+    """F2's verdict from the panel's trend tests (``tests``: the :func:`_f2_tests` rows, columns
+    ``axis, rule, role, stratum, p_increase, p_decrease, flat``) at the config's ``alpha``.
+
+    Per claimed axis of the panel (R for a, b; m and n for c, d), on the authors' rule (the
+    paper's curves), :func:`~mixlinreg.theory.figure2.trend_decision`: *not supported* if the
+    pooled ``p_decrease < alpha`` or some informative stratum's ``p_decrease < alpha / H``
+    (Bonferroni over the ``H`` informative strata); *holds* if the pooled ``p_increase < alpha``
+    and every stratum's too, none flat; *holds with a caveat* if only the pooled one is; else
+    *inconclusive*. The weakest axis decides (:func:`~mixlinreg.theory.study.combine`).
+
+    ``numbers``: ``alpha`` and, per axis (``"R: pooled p_increase"``, ...), the compared values,
+    the Bonferroni level, the counts of strata and the axis's verdict.
+    """
+    alpha = params["margins"]["alpha"]
+    numbers, verdicts = {"alpha": alpha}, []
+    for along, _ in _PANELS[params["params"]["panel"][-1]][0]:
+        d = trend_decision(_axis_rows(tests, along), alpha)
+        verdicts.append(d.verdict)
+        numbers.update({f"{along}: {k}": v for k, v in d.numbers.items() if k != "alpha"})
+        numbers[f"{along}: verdict"] = d.verdict
+    return Decision(combine(verdicts), numbers)
+
+
+# ------------------------------------------------------------------------------ the description
+
+
+def _summary(exp, summ, tests, decision, panel, alpha):
     claimed = _PANELS[panel][0]
-    exp = _experiment(params)
-    tests = table[table["role"] != "summary"].dropna(axis=1, how="all")
-    summ = table[table["role"] == "summary"].dropna(axis=1, how="all").drop(columns=["role", "panel"])
-    alpha = mg["alpha"]
-    verdict, reasons = _verdict(tests, claimed, alpha)
-    _, text = _verdict(tests, claimed, alpha, rule="text")
     trials = summ["trials"]
     tr = f"{trials.min()}" if trials.min() == trials.max() else f"{trials.min()}-{trials.max()}"
     full = int(trials.min()) == exp.protocol["trials"] and int(trials.max()) == exp.protocol["trials"]
+    authors = [(a, decision.numbers[f"{a}: verdict"]) for a, _ in claimed]
+    text = [(a, _axis_rows(tests, a, "text")) for a, _ in claimed]
     summary = (
         f"Source: the {exp.name} store, {exp.preset} preset (config hash {exp.hash()[:12]}; "
         f"{tr} of {exp.protocol['trials']} trials per grid point, {len(summ)} grid points"
         f"{'' if full else ': the store is not complete yet'}). Exact stratified "
         f"Cochran-Armitage trend test on the authors' rule (the paper's curves), one-sided, "
         f"alpha = {alpha:g}: "
-        + "; ".join(f"in {a}: {v} ({why})" for a, v, why, _ in reasons)
+        + "; ".join(f"in {a}: {v} ({trend_reason(_axis_rows(tests, a), alpha, v)})"
+                    for a, v in authors)
         + ". Text rule (shown, not deciding): "
-        + "; ".join(f"in {a}: {v} (pooled p(increase) = "
+        + "; ".join(f"in {a}: {trend_decision(g, alpha).verdict} (pooled p(increase) = "
                     f"{g[g['stratum'] == 'pooled']['p_increase'].iloc[0]:.3g})"
-                    for a, v, _, g in text) + ".")
+                    for a, g in text) + ".")
     if panel in "ab":
         g = tests[(tests["axis"] == "sigma") & (tests["rule"] == "authors")]
         pooled = g[g["stratum"] == "pooled"].iloc[0]
         summary += (f" In sigma (no claim in the paper; the threshold 0.6 sigma grows with sigma): "
                     f"pooled p(increase) = {pooled['p_increase']:.3g}, p(decrease) = "
                     f"{pooled['p_decrease']:.3g}.")
+    return summary, tr
+
+
+def _caveats(exp, summ, panel, tr):
     caveats = [
         "Trial-level successes are reconstructed from the summary's counts; the exact conditional "
         "test depends on the data only through them, so this loses nothing.",
@@ -113,9 +144,24 @@ def analyze(table, params, rng):
         Rs = ", ".join(f"{v:g}" for v in sorted(summ["R"].unique()))
         caveats.append(f"This panel has one facet per R ({Rs}, as in the authors' code); the "
                        "strata are (R, n) for the m-trend and (R, m) for the n-trend.")
+    return caveats
+
+
+def analyze(table, params, rng):
+    mg = params["margins"]
+    panel = params["params"]["panel"][-1]
+    exp = _experiment(params)
+    # the measurements: the trend tests (computed with the unit) and the per-grid-point summary
+    tests = table[table["role"] != "summary"].dropna(axis=1, how="all")
+    summ = table[table["role"] == "summary"].dropna(axis=1, how="all").drop(columns=["role", "panel"])
+    alpha = mg["alpha"]
+    decision = decide(tests, params)
+    summary, tr = _summary(exp, summ, tests, decision, panel, alpha)
     sens = [sensitivity_line("significance level alpha", alpha,
-                             lambda a: _verdict(tests, claimed, a)[0], mg["alpha_neighbours"])]
-    return Verdict(verdict, _f2_numbers(tests, alpha), summary, caveats=caveats, sensitivity=sens,
+                             lambda a: decide(tests, _with_margins(params, alpha=a)).verdict,
+                             mg["alpha_neighbours"])]
+    return Verdict(decision.verdict, _f2_numbers(tests, alpha), summary,
+                   caveats=_caveats(exp, summ, panel, tr), sensitivity=sens,
                    tables={"_summary.csv": summ})
 
 
@@ -140,4 +186,5 @@ def make_study(panel):
         id=f"F2{panel}", order=80 + "abcd".index(panel), title=STUDY_TITLES[panel], claim=claim,
         location=(f"Section 6.1, Figure 3({panel}) of the long version (the synthetic figure); "
                   f"Section 6.1, Figure 2({panel}) of the NeurIPS version"),
-        schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+        schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
+        decide=decide)

@@ -20,9 +20,11 @@ the success probability per grid point, code convention minus text convention:
 The separations ``Delta`` of both scalings come from the trials' true parameters and from the
 exact expectation (:func:`mixlinreg.theory.d1.expected_sq_separation`). ``analyze`` makes the
 paired moves (:func:`_compare`: Newcombe intervals, simultaneous over a comparison's grid points,
-Bonferroni at ``margins.alpha``), the note's table ``D1_<preset>.csv``, and reads it back through
-:func:`mixlinreg.theory.d1.d1_note` exactly as ``python -m mixlinreg.theory.d1`` reads the
-committed one. Config: ``mixlinreg/configs/studies/D1.toml``.
+Bonferroni at ``margins.alpha``: the measurements), the note's table ``D1_<preset>.csv``, and reads
+it back: :func:`decide` (a pure function of that table and ``margins.margin``) gives the outcome,
+:func:`mixlinreg.theory.d1.d1_note` the description, exactly as ``python -m mixlinreg.theory.d1``
+reads the committed one; the sensitivity lines call :func:`decide` at the neighbouring margins and
+levels. Config: ``mixlinreg/configs/studies/D1.toml``.
 
 References
 ----------
@@ -46,8 +48,8 @@ from ...harness import load_config, run_unit, success_table, trial_success, unit
 from ...metrics import success_authors, success_text
 from ...stats import paired_difference, wilson_interval
 from ..study import NOTE, PRESETS
-from ..d1 import QUESTION, d1_note, expected_sq_separation
-from ..study import MissingInput, Study, Verdict, figure2_store, sensitivity_line
+from ..d1 import QUESTION, d1_decision, d1_note, expected_sq_separation
+from ..study import Decision, MissingInput, Study, Verdict, figure2_store, sensitivity_line
 
 _PRESET = Spec("str", choices=PRESETS)
 SCHEMA = {
@@ -300,19 +302,33 @@ def _cross_check_quick(per_scale, exp, root):
             f"(both rules).")
 
 
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    parts = _parts(table)
-    exp = _experiments(params, rng("seed"))["code"]
-    per_scale = parts["scale"].sort_values(["theta_scale"] + _CELL + ["trial"], kind="stable",
-                                           ignore_index=True)
-    seps = parts["separation"]
+def _with_margins(params, **margins):
+    """``params`` with some margins moved (for the sensitivity lines)."""
+    return {**params, "margins": {**params["margins"], **margins}}
+
+
+def decide(moves, params) -> Decision:
+    """D1's outcome from the moves table (``moves``: per comparison ``family``, ``panel`` and grid
+    point, its ``sigma`` and the simultaneous interval ``lo, hi`` of the paired move, made at the
+    config's ``alpha``) at the config's ``margin``.
+
+    On the sigma > 0 points only (:func:`~mixlinreg.theory.d1.d1_decision`): a comparison's
+    outcome is *results differ* if some interval excludes 0, *same results* if its widest bound
+    ``max |lo|, |hi|`` is ``<= margin``, *undetermined* otherwise
+    (:func:`~mixlinreg.theory.d1.move_outcome`); the note's outcome is the strongest of them
+    (differ > undetermined > same), *undetermined* with no sigma > 0 point.
+    """
+    return d1_decision(moves, params["margins"]["margin"])
+
+
+def _caveats(parts, per_scale, exp, root):
+    """The run's own caveats: panels left out, runs read, the cross-check, the protocol."""
     caveats = [f"Panel {r.panel} is left out of the distance and threshold comparisons: {r.why}."
                for r in parts["missing"].sort_values("panel").itertuples()]
     read = parts["rules"].drop_duplicates("panel").sort_values("panel")["read"]
     if len(read):
         caveats.append("Runs read: " + "; ".join(read) + ".")
-    check = _cross_check_quick(per_scale, exp, p["figure2_store"])
+    check = _cross_check_quick(per_scale, exp, root)
     if check:
         caveats.append(check)
     caveats.append(
@@ -320,20 +336,33 @@ def analyze(table, params, rng):
         f"initializations instead of 10, early stop tol {exp.protocol['tol']:g}, validated for the "
         f"code scaling only) and {exp.protocol['trials']} trials: absolute success probabilities "
         "are lower than the paper preset's, the comparison is paired and fair.")
+    return caveats
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    parts = _parts(table)
+    exp = _experiments(params, rng("seed"))["code"]
+    per_scale = parts["scale"].sort_values(["theta_scale"] + _CELL + ["trial"], kind="stable",
+                                           ignore_index=True)
+    seps = parts["separation"]
+    # the measurements: the paired moves with their simultaneous intervals, as the CSV reads back
     moves = _moves(parts, per_scale, exp, p, mg["alpha"])
-    margin, alpha = mg["margin"], mg["alpha"]
-    outcome, numbers, summary, caveats = d1_note(_as_read_back(moves), seps, margin=margin,
-                                                 run_caveats=caveats)
+    decision = decide(_as_read_back(moves), params)
+    _, numbers, summary, caveats = d1_note(_as_read_back(moves), seps, margin=mg["margin"],
+                                           run_caveats=_caveats(parts, per_scale, exp,
+                                                                p["figure2_store"]))
 
-    def at(m=margin, a=alpha):  # the same runs, the margin or the level moved
-        mv = moves if a == alpha else _moves(parts, per_scale, exp, p, a)
-        return d1_note(_as_read_back(mv), seps, margin=m)[0]
+    def at(**moved):  # the same runs, the margin or the level moved
+        a = moved.get("alpha", mg["alpha"])
+        mv = moves if a == mg["alpha"] else _moves(parts, per_scale, exp, p, a)
+        return decide(_as_read_back(mv), _with_margins(params, **moved)).verdict
 
-    sens = [sensitivity_line("margin of a paired move", margin, lambda v: at(m=v),
+    sens = [sensitivity_line("margin of a paired move", mg["margin"], lambda v: at(margin=v),
                              mg["margin_neighbours"]),
-            sensitivity_line("family-wise level alpha of a comparison",
-                             alpha, lambda v: at(a=v), mg["alpha_neighbours"])]
-    return Verdict(outcome, numbers, summary, caveats=caveats, sensitivity=sens,
+            sensitivity_line("family-wise level alpha of a comparison", mg["alpha"],
+                             lambda v: at(alpha=v), mg["alpha_neighbours"])]
+    return Verdict(decision.verdict, numbers, summary, caveats=caveats, sensitivity=sens,
                    tables={".csv": moves, "_trials.csv": per_scale, "_separation.csv": seps})
 
 
@@ -416,4 +445,5 @@ STUDY = Study(
     location=("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "
               "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
               "that figure"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, kind=NOTE)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, kind=NOTE,
+    decide=decide)

@@ -5,8 +5,10 @@ step sizes, success if the mean distance of the models to their nearest true par
 ``0.6 sigma + plus``) it counts, per trial, how many of the ``N`` initializations succeed (with
 some step size), and from that the probability that ``r`` restarts drawn without replacement
 contain a success (:func:`mixlinreg.theory.restarts.restart_success`), per (panel, R, sigma) cell
-(:func:`~mixlinreg.theory.restarts.rs_cell_stats`), decided by
-:func:`~mixlinreg.theory.restarts.rs_verdict`.
+(:func:`~mixlinreg.theory.restarts.rs_cell_stats`: the measurements), decided by :func:`decide`,
+a pure function of those statistics and the config's thresholds (the rule of
+:func:`~mixlinreg.theory.restarts.rs_decision`); ``analyze`` measures, calls it, and describes it
+(at the neighbouring thresholds too, through it again).
 
 Both panels read the runs of the Figure 2 experiment, asked of its store **by config** (the
 ``fig2a`` and ``fig2b`` configs at ``params.figure2_preset``, under the root
@@ -25,8 +27,8 @@ import pandas as pd
 
 from ...config import PRESETS, Spec
 from ...harness import load_config
-from ..restarts import reduce_runs, rs_cell_stats, rs_verdict
-from ..study import Study, Verdict, figure2_store, sensitivity_line
+from ..restarts import reduce_runs, rs_cell_stats, rs_decision, rs_explain
+from ..study import Decision, Study, Verdict, figure2_store, sensitivity_line
 
 _PRESET = Spec("str", choices=PRESETS)
 _OPEN01 = dict(low=0, high=1, open="both")
@@ -101,24 +103,34 @@ def _fmt_need(r):
     return f"{f(r.r_need)} [{f(r.r_need_lo)}, {f(r.r_need_hi)}]"
 
 
-def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    target, p1s, min_trials, conf = (mg["target"], mg["p1_substantial"], mg["min_trials"],
-                                     mg["confidence"])
-    exp_a, exp_b = (load_config(_PANELS[x], p["figure2_preset"]) for x in "ab")
-    plus_a = float(exp_a.protocol["success_plus"])
-    plus_b = float(exp_b.protocol["success_plus"])
-    if plus_a != plus_b:
-        raise ValueError(f"study RS: panel (a) rows use success_plus = {plus_a}, panel (b) "
-                         f"{plus_b}: the summary assumes one rule")
-    cells, curves = _stats(table, params, rng, target, conf)
-    verdict, info = rs_verdict(cells, target=target, p1_substantial=p1s, min_trials=min_trials)
-    c = info["cells"]
-    n_init = int(c["n_init"].max())
-    n_txt = f"{int(c['n_init'].min())}-{n_init}" if c["n_init"].nunique() > 1 else f"{n_init}"
+def _with_margins(params, **margins):
+    """``params`` with some margins moved (for the sensitivity lines)."""
+    return {**params, "margins": {**params["margins"], **margins}}
 
-    show = c[c["sigma"].isin(p["numbers_sigma"])]
-    numbers = pd.DataFrame({
+
+def decide(cells, params) -> Decision:
+    """RS's verdict from the per-cell statistics (``cells``: :func:`rs_cell_stats`'s, columns
+    ``panel, R, sigma, trials, n_init, p1, pN, pN_hi, r_need_hi``, made at the config's
+    ``target`` and ``confidence``) at the config's thresholds ``target``, ``p1_substantial`` and
+    ``min_trials``.
+
+    :func:`~mixlinreg.theory.restarts.rs_decision` compares, cell by cell, ``trials`` to
+    ``min_trials`` (evidence), ``pN`` to ``target`` and ``r_need_hi`` to ``n_init`` (holds), ``p1``
+    to ``p1_substantial`` and ``pN_hi`` to ``target`` (contradicts); then *not supported* if some
+    cell contradicts, *holds* if every evidence cell holds, *holds with a caveat* if each (panel,
+    sigma) holds from some R on, *inconclusive* otherwise or with no evidence cell.
+    """
+    mg = params["margins"]
+    return rs_decision(cells, target=mg["target"], p1_substantial=mg["p1_substantial"],
+                       min_trials=mg["min_trials"])
+
+
+# ------------------------------------------------------------------------------ the description
+
+
+def _numbers(c, numbers_sigma, target):
+    show = c[c["sigma"].isin(numbers_sigma)]
+    return pd.DataFrame({
         "panel": show["panel"], "R": show["R"], "sigma": show["sigma"], "trials": show["trials"],
         "P(1 init)": [f"{r.p1:.2f} [{r.p1_lo:.2f}, {r.p1_hi:.2f}]" for r in show.itertuples()],
         "inits": show["n_init"],
@@ -127,13 +139,30 @@ def analyze(table, params, rng):
         "evidence": np.where(show["evidence"], "yes", "context"),
     }).reset_index(drop=True)
 
+
+def _context_text(ctx_cells, min_trials, target):
+    if not len(ctx_cells):
+        return ""
+    if len(ctx_cells) > 6:
+        return f" {len(ctx_cells)} cells have < {min_trials} trials (context only)."
+    return (f" Context cells (< {min_trials} trials): "
+            + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}: P(1) = {r.p1:.2f}, "
+                        f"P({r.n_init}) = {r.pN:.2f}, restarts for {target:g}: {_fmt_need(r)} "
+                        f"({r.trials} trials)" for r in ctx_cells.itertuples()) + ".")
+
+
+def _summary(info, exps, plus, mg):
+    target, p1s, min_trials, conf = (mg["target"], mg["p1_substantial"], mg["min_trials"],
+                                     mg["confidence"])
+    c = info["cells"]
+    n_init = int(c["n_init"].max())
+    n_txt = f"{int(c['n_init'].min())}-{n_init}" if c["n_init"].nunique() > 1 else f"{n_init}"
     ev = c[c["evidence"]]
     held = ev[ev["holds"]]
     parts = [f"panel {panel}, sigma = {sigma:g}: " + (f"R >= {r_star:g}" if r_star is not None
                                                        else "no R")
              for (panel, sigma), r_star in sorted(info["r_star"].items())]
-    worst_need = held.loc[held["r_need"].idxmax()] if len(held) else None
-    ctx_cells = c[~c["evidence"]]
+    worst = held.loc[held["r_need"].idxmax()] if len(held) else None
     text_note = ""
     if "pN_text" in c.columns and len(held):
         pos = held[held["sigma"] > 0]
@@ -141,40 +170,36 @@ def analyze(table, params, rng):
             text_note = (f" Under the paper's text rule (matched distance <= 0.6 sigma) the "
                          f"all-restart success at those cells with sigma > 0 is at least "
                          f"{pos['pN_text'].min():.2f}.")
-    pct = f"{100 * conf:g}%"
-    summary_text = (
+    return (
         f"An initialization (theta_j^(0) ~ Bernoulli(0.5)^d) succeeds if one of the step sizes "
-        f"gives mean distance to the nearest true parameter < 0.6 sigma + {plus_a:g} (the authors' "
+        f"gives mean distance to the nearest true parameter < 0.6 sigma + {plus:g} (the authors' "
         f"rule of Figure 2 a, b); with s of N = {n_txt} initializations successful in a trial, r "
         f"restarts succeed with probability 1 - C(N - s, r)/C(N, r), averaged over trials "
-        f"(bootstrap over trials, {pct}). "
+        f"(bootstrap over trials, {100 * conf:g}%). "
         + " ".join(f"Panel ({x}): the {e.name} store, {e.preset} preset (config hash "
                    f"{e.hash()[:12]}), {_trials(c, x)} trials x {(c['panel'] == x).sum()} cells."
-                   for x, e in (("a", exp_a), ("b", exp_b)))
+                   for x, e in zip("ab", exps))
         + f" Rule: evidence cells have >= {min_trials} trials; a cell holds if all N restarts give "
         f">= {target:g} and the restarts needed for {target:g} have an upper bound <= N; not "
         f"supported if a cell with single-init success >= {p1s:g} stays below "
         f"{target:g} (Wilson upper bound) with all restarts. "
         + (f"{len(held)} of {len(ev)} evidence cells hold. " if len(ev) else "")
-        + (f"The most restarts needed where it holds: {_fmt_need(worst_need)} (panel "
-           f"{worst_need.panel}, R = {worst_need.R:g}, sigma = {worst_need.sigma:g}, single-init "
-           f"success {worst_need.p1:.2f}). " if worst_need is not None else "")
+        + (f"The most restarts needed where it holds: {_fmt_need(worst)} (panel "
+           f"{worst.panel}, R = {worst.R:g}, sigma = {worst.sigma:g}, single-init "
+           f"success {worst.p1:.2f}). " if worst is not None else "")
         + ("Where it holds: " + "; ".join(parts) + ". " if parts else "")
         + f"{info['reason'][0].upper()}{info['reason'][1:]}." + text_note
-        + (f" Context cells (< {min_trials} trials): "
-           + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}: P(1) = {r.p1:.2f}, "
-                       f"P({r.n_init}) = {r.pN:.2f}, restarts for {target:g}: {_fmt_need(r)} "
-                       f"({r.trials} trials)" for r in ctx_cells.itertuples())
-           + "." if 0 < len(ctx_cells) <= 6 else
-           f" {len(ctx_cells)} cells have < {min_trials} trials (context only)."
-           if len(ctx_cells) else ""))
-    pa = exp_a.protocol
-    caveats = [
+        + _context_text(c[~c["evidence"]], min_trials, target))
+
+
+def _caveats(exps, plus, mg):
+    pa = exps[0].protocol
+    return [
         f"A restart is one Bernoulli initialization with the paper's {len(pa['steps'])} step sizes "
         f"swept; {pa['n_init']} restarts are {pa['n_init'] * len(pa['steps'])} runs, as in the "
         f"paper's protocol.",
         "The authors' rule counts two models on the same true parameter as success (nearest, not "
-        f"matched, distance); at sigma = 0 its threshold is {plus_a:g}.",
+        f"matched, distance); at sigma = 0 its threshold is {plus:g}.",
         "Restarts are drawn without replacement from the initializations actually run in each "
         "trial, so r = N is the paper's per-trial success and r < N is interpolated.",
         "Trials whose initializations all fail cap the restart curve below 1: more restarts of the "
@@ -183,28 +208,54 @@ def analyze(table, params, rng):
         + " and ".join(f"{e.name} {e.preset} preset (seed {e.protocol['seed']}, "
                        f"{e.protocol['n_iter']} iterations, "
                        f"{'early stop' if e.protocol['early_stop'] else 'no early stop'})"
-                       for e in (exp_a, exp_b))
+                       for e in exps)
         + "; they do not change with --seed.",
-        f"The thresholds (target {target:g}, substantial single-init success {p1s:g}, "
-        f"{min_trials} trials for evidence) are this study's choices, not the paper's; the "
-        f"sensitivity lines give the verdict at their neighbours.",
+        f"The thresholds (target {mg['target']:g}, substantial single-init success "
+        f"{mg['p1_substantial']:g}, {mg['min_trials']} trials for evidence) are this study's "
+        f"choices, not the paper's; the sensitivity lines give the verdict at their neighbours.",
     ]
 
-    def at(t=target, s=p1s, mt=min_trials, cf=conf):  # the same runs, one threshold moved
-        cc = cells if (t, cf) == (target, conf) else _stats(table, params, rng, t, cf)[0]
-        return rs_verdict(cc, target=t, p1_substantial=s, min_trials=mt)[0]
 
-    sens = [
-        sensitivity_line("restart success target", target, lambda v: at(t=v),
+def _sensitivity(table, params, rng, cells):
+    """The verdict at the neighbours of each threshold: :func:`decide` on the same runs (the cell
+    statistics measured again where the target or the confidence moves)."""
+    mg = params["margins"]
+
+    def at(**moved):
+        p = _with_margins(params, **moved)
+        same = all(p["margins"][k] == mg[k] for k in ("target", "confidence"))
+        cc = cells if same else _stats(table, p, rng, p["margins"]["target"],
+                                       p["margins"]["confidence"])[0]
+        return decide(cc, p).verdict
+
+    return [
+        sensitivity_line("restart success target", mg["target"], lambda v: at(target=v),
                          mg["target_neighbours"]),
-        sensitivity_line("substantial single-init success", p1s, lambda v: at(s=v),
-                         mg["p1_substantial_neighbours"]),
-        sensitivity_line("trials for an evidence cell", min_trials, lambda v: at(mt=int(v)),
-                         mg["min_trials_neighbours"]),
-        sensitivity_line("confidence of the intervals", conf, lambda v: at(cf=v),
-                         mg["confidence_neighbours"]),
+        sensitivity_line("substantial single-init success", mg["p1_substantial"],
+                         lambda v: at(p1_substantial=v), mg["p1_substantial_neighbours"]),
+        sensitivity_line("trials for an evidence cell", mg["min_trials"],
+                         lambda v: at(min_trials=int(v)), mg["min_trials_neighbours"]),
+        sensitivity_line("confidence of the intervals", mg["confidence"],
+                         lambda v: at(confidence=v), mg["confidence_neighbours"]),
     ]
-    return Verdict(verdict, numbers, summary_text, caveats=caveats, sensitivity=sens,
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    exps = tuple(load_config(_PANELS[x], p["figure2_preset"]) for x in "ab")
+    plus_a, plus_b = (float(e.protocol["success_plus"]) for e in exps)
+    if plus_a != plus_b:
+        raise ValueError(f"study RS: panel (a) rows use success_plus = {plus_a}, panel (b) "
+                         f"{plus_b}: the summary assumes one rule")
+    # the measurements: per cell, single-init and all-restart success, restarts needed
+    cells, curves = _stats(table, params, rng, mg["target"], mg["confidence"])
+    decision = decide(cells, params)
+    info = rs_explain(cells, decision.verdict, target=mg["target"],
+                      p1_substantial=mg["p1_substantial"], min_trials=mg["min_trials"])
+    c = info["cells"]
+    return Verdict(decision.verdict, _numbers(c, p["numbers_sigma"], mg["target"]),
+                   _summary(info, exps, plus_a, mg), caveats=_caveats(exps, plus_a, mg),
+                   sensitivity=_sensitivity(table, params, rng, cells),
                    tables={"_cells.csv": c, "_curves.csv": curves})
 
 
@@ -258,4 +309,4 @@ STUDY = Study(
               "Figure 3 of the long version, Figure 2 of the NeurIPS version), and the abstract "
               "and Section 1 of both, Section 7 of the long version; IFCA is Algorithm 2 of the "
               "long version, Algorithm 1 of the NeurIPS version"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
