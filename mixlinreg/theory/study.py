@@ -51,6 +51,7 @@ import hashlib
 import json
 import time
 import zlib
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -381,13 +382,30 @@ class MissingInput(FileNotFoundError):
     """
 
 
+#: the inputs opened during one :func:`run` (``{(panel, preset, root): store}``): a study's
+#: declared stores are opened, checked and verified once per run, not once per use
+_INPUTS = ContextVar("mixlinreg_study_inputs", default=None)
+
+
 def figure2_store(panel, preset, root):
     """The store of Figure 2 panel ``panel`` (``"fig2a"``) at ``preset`` under ``root``, for reading.
 
     Found by the panel's config (its hash names the folder, as ``mixlinreg reproduce --out root``
     makes it); never made. Raises :class:`MissingInput` naming the command that makes the runs when
-    the store is absent or holds no finished unit. Used by RS, F2a-F2d and D1.
+    the store is absent or holds no finished unit. Used by RS, F2a-F2d and D1, which declare these
+    inputs on their records (``Study.reads``); within :func:`run` an input is opened once.
     """
+    cache = _INPUTS.get()
+    key = (panel, preset, str(root))
+    if cache is not None and key in cache:
+        return cache[key]
+    store = _open_figure2_store(panel, preset, root)
+    if cache is not None:
+        cache[key] = store
+    return store
+
+
+def _open_figure2_store(panel, preset, root):
     from ..harness import ResultStore, load_config
 
     exp = load_config(panel, preset)
@@ -469,6 +487,10 @@ class Study:
     kind: str = CLAIM
     #: its place in ``paper_checks.md`` (ascending; ties by ID): the paper's order of claims
     order: int = 1000
+    #: the stores it reads, declared: ``reads(params) -> ((panel, preset, root, required), ...)``
+    #: (a Figure 2 study reads its panel's); :func:`run` opens each once and, when a required one
+    #: is missing, writes an inconclusive record naming the command that makes it
+    reads: Callable | None = None
     #: the pure decision ``decide(measurements, params) -> Decision`` that ``analyze`` calls (at the
     #: config's thresholds and, for the sensitivity lines, at neighbouring ones); unit-tested on
     #: made-up measurements at and around its thresholds
@@ -571,14 +593,34 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     ``n_jobs`` local processes, or on a Dask cluster with ``backend="dask"`` and ``scheduler``;
     the rows do not depend on it) and stored as they finish.
     """
-    from .. import runner
-
     cfg = study.config(preset, config_path)
     params = cfg.values
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
                   progress=progress)
     ctx.params = params
+    token = _INPUTS.set({})
     try:
+        return _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler)
+    finally:
+        _INPUTS.reset(token)
+
+
+def _open_inputs(study, params):
+    """Open the study's declared inputs (raising :class:`MissingInput` for a required one)."""
+    for panel, preset, root, required in (study.reads(params) if study.reads else ()):
+        try:
+            figure2_store(panel, preset, root)
+        except MissingInput:
+            if required:
+                raise
+
+
+def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler):
+    from .. import runner
+
+    out = ctx.out
+    try:
+        _open_inputs(study, params)
         wl = workload(study, preset, params, seed, store)
     except MissingInput as exc:
         Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there

@@ -34,6 +34,12 @@ SCHEMA = {
 }
 
 
+def reads(params):
+    """The one store this study reads: its panel's, at ``figure2_preset`` under ``figure2_store``."""
+    p = params["params"]
+    return ((p["panel"], p["figure2_preset"], p["figure2_store"], True),)
+
+
 def _experiment(params):
     p = params["params"]
     return load_config(p["panel"], p["figure2_preset"])
@@ -187,4 +193,4 @@ def make_study(panel):
         location=(f"Section 6.1, Figure 3({panel}) of the long version (the synthetic figure); "
                   f"Section 6.1, Figure 2({panel}) of the NeurIPS version"),
         schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
-        decide=decide)
+        decide=decide, reads=reads)

@@ -129,6 +129,12 @@ def _experiments(params, rng=None):
             for scale in ("code", "norm")}
 
 
+def reads(params):
+    """The stores this note reads: every panel's, none required (a missing panel is left out)."""
+    p = params["params"]
+    return tuple((f"fig2{x}", p["figure2_preset"], p["figure2_store"], False) for x in "abcd")
+
+
 def units(params):
     """Per panel a-d: ``rules_<store>_<N>units_<digest>`` (its finished units) or, with no runs to
     read, ``missing_<panel>_<digest of why>``; per scaling and trial, ``scale_<scaling>_<unit>``;
@@ -446,4 +452,4 @@ STUDY = Study(
               "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
               "that figure"),
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, kind=NOTE,
-    decide=decide)
+    decide=decide, reads=reads)

@@ -51,6 +51,12 @@ SCHEMA = {
 _PANELS = {"a": "fig2a", "b": "fig2b"}
 
 
+def reads(params):
+    """The stores this study reads: panels (a) and (b), both required."""
+    p = params["params"]
+    return tuple((name, p["figure2_preset"], p["figure2_store"], True) for name in _PANELS.values())
+
+
 def _stores(p):
     """The Figure 2 (a) and (b) stores the study reads, by config (``figure2_store`` raises
     :class:`~mixlinreg.theory.study.MissingInput` naming the command when one is missing)."""
@@ -309,4 +315,5 @@ STUDY = Study(
               "Figure 3 of the long version, Figure 2 of the NeurIPS version), and the abstract "
               "and Section 1 of both, Section 7 of the long version; IFCA is Algorithm 2 of the "
               "long version, Algorithm 1 of the NeurIPS version"),
-    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide,
+    reads=reads)
