@@ -19,7 +19,7 @@ import hashlib
 
 import pandas as pd
 
-from ...config import Spec
+from ...config import PRESETS, Spec
 from ...harness import load_config, success_table
 from ..figure2 import (_PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_decision,
                        trend_reason)
@@ -27,7 +27,7 @@ from ..study import Decision, Study, Verdict, combine, figure2_store, sensitivit
 
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
-               "figure2_preset": Spec("str", choices=("smoke", "quick", "paper")),
+               "figure2_preset": Spec("str", choices=PRESETS),
                "figure2_store": Spec("str")},
     "margins": {"alpha": Spec("float", low=0, high=0.5, open="both"),
                 "alpha_neighbours": Spec("list[float]", low=0, high=0.5, open="both")},
