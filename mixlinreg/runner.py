@@ -105,6 +105,9 @@ class Workload:
         ``open_store(root, clean) -> UnitStore`` for a workload whose store checks more (the Figure
         2 panels: columns, row counts, a manifest); default a :class:`~mixlinreg.harness.store.UnitStore`
         at ``<root>/<folder>`` tagged with the key's hash.
+    rows : callable, optional
+        ``rows(unit) -> int``: the row count a stored unit must have (a unit with another count,
+        say one stored before a method was added, is recomputed, never counted as done).
     to_csv_kw : dict
         How rows are written (``float_format="%.17g"`` keeps every bit of a float64).
     reads : tuple of callables
@@ -129,6 +132,7 @@ class Workload:
     seed: int = 0
     seed_key: Callable | None = None
     open_store: Callable | None = None
+    rows: Callable | None = None
     to_csv_kw: dict = field(default_factory=dict)
     reads: tuple = ()
     pin_blas: bool = True
@@ -170,7 +174,7 @@ class Workload:
         folder = inside(root, Path(root) / self.folder)
         if not folder.exists():
             _migrate(root, folder, self.former, self.tag)
-        store = UnitStore(folder, tag=self.tag, legacy_tags=(None,))
+        store = UnitStore(folder, tag=self.tag, legacy_tags=(None,), rows=self.rows)
         if clean:
             clean_temporary_files(folder)
         return store

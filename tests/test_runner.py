@@ -181,3 +181,25 @@ def test_digits_store_of_the_former_layout_is_migrated_not_recomputed(tmp_path, 
     pd.testing.assert_frame_equal(rows, rows2)
     pd.testing.assert_frame_equal(rec, rec2)
     assert (tmp_path / "old" / f"digits-{h[:12]}.migrated").is_dir()
+
+
+def test_a_stored_unit_with_the_wrong_row_count_is_recomputed(tmp_path):
+    from mixlinreg.harness.store import DamagedUnitWarning, UnitStore
+
+    wl = _toy_workload(rows=lambda unit: 3)
+    short = UnitStore(tmp_path / wl.folder, tag=wl.tag)
+    short.write("u0", _toy("u0", wl.seed_sequence("u0")).head(2))  # e.g. made before a method was added
+    with pytest.warns(DamagedUnitWarning, match="2 rows instead of 3"):
+        rows, s = runner.run(wl, tmp_path)
+    assert s["units_run"] == 3 and len(rows["u0"]) == 3
+    assert list((tmp_path / wl.folder).glob("u0.csv.damaged-*"))  # set aside, never deleted
+
+
+def test_compare_keys_its_store_by_the_methods(monkeypatch):
+    from mixlinreg import compare
+
+    sc = compare.scenarios("smoke")[:1]
+    _, proto = compare.load_preset("smoke")
+    before = compare.workload("smoke", sc, proto).folder
+    monkeypatch.setitem(compare.METHODS, "extra", compare.METHODS["ifca"])
+    assert compare.workload("smoke", sc, proto).folder != before
