@@ -3,8 +3,8 @@
     python experiments/diagnose_path_difference.py fig2a paper m100_n100_d1000_k2_t0033 321
     python experiments/diagnose_path_difference.py fig2b paper m400_n100_d1000_k4_t0012 worst
 
-``mixlinreg check-gram`` compares the final distances of every run of a unit computed both ways.
-For a run whose distances differ, this script says why. It runs
+``mixlinreg check-agreement --candidate gram`` compares the final distances of every run of a unit
+computed both ways. For a run whose distances differ, this script says why. It runs
 
 1. the unit on the Gram path (``method="gram"``, the run in its batch, as the store computes it),
    recording for the chosen run, before each iteration, whether its assignments were certified,
@@ -15,8 +15,9 @@ For a run whose distances differ, this script says why. It runs
    trace), and in a batch of the unit's first few runs, to show whether the direct path
    reproduces itself when only the packing of the runs into BLAS calls changes;
 
-(``worst``: the run whose distance changes most between the two paths, as ``check-gram``
-measures it, found by a first run of the unit on the Gram path) and prints the final distances,
+(``worst``: the run whose distance changes most between the two paths, as ``check-agreement``
+measures it (:func:`mixlinreg.harness.agreement.distance_gap`), found by a first run of the unit
+on the Gram path) and prints the final distances,
 the first iteration whose partition differs between the two paths and the loss gap there, and whether the run ever took a certified step (if not, every one of
 its iterations was the direct path's, computed with a different packing of the runs into BLAS
 calls, so the paths differ by rounding only).
@@ -30,6 +31,7 @@ import mixlinreg._gram as G
 from mixlinreg import ifca
 from mixlinreg.data import draw_trial
 from mixlinreg.harness import load_config
+from mixlinreg.harness.agreement import distance_gap
 from mixlinreg.harness.run import run_unit, unit_seeds
 from mixlinreg.inits import init_bernoulli
 from mixlinreg.metrics import dist_nearest_from_matrix, pairwise_dist
@@ -39,8 +41,7 @@ def _worst(a, b, floor=1e-3):
     """The row whose dist_nearest or dist_matched changes most (relative; absolute below floor)."""
     change = np.zeros(len(a))
     for col in ("dist_nearest", "dist_matched"):
-        x, y = a[col].to_numpy(float), b[col].to_numpy(float)
-        change = np.maximum(change, np.where(np.abs(x) >= floor, np.abs(x - y) / np.abs(x), 0.0))
+        change = np.maximum(change, distance_gap(a[col].to_numpy(float), b[col].to_numpy(float), floor))
     return int(np.argmax(change)), float(change.max())
 
 

@@ -3,8 +3,8 @@
     python experiments/gpu_differing_runs.py STORE_DIR COMPARE_TXT
 
 Reads the per-unit lists that ``python experiments/jax_unit_rows.py --compare STORE_DIR`` printed
-(``COMPARE_TXT``) and prints, for each class (not reproducible by numba, one-ulp sensitive,
-disagree), how many runs it holds at each step size, how many of them succeed under the authors'
+(``COMPARE_TXT``) and prints, for each class of :func:`mixlinreg.harness.agreement.unit_agreement`
+(not reproducible by numba, one-ulp sensitive, disagree), how many runs it holds at each step size, how many of them succeed under the authors'
 rule in the numba rows and in the JAX rows, and the largest final loss change among them.
 """
 

@@ -9,7 +9,9 @@ the per-iteration training loss ``trace_loss`` (n_iter + 1, R) of a second call 
 examined on a machine without the GPU: ``python experiments/jax_unit_rows.py --compare DIR``
 checks every ``*_rows.csv`` there (or every unit of a result store folder DIR, such as one that
 ``mixlinreg reproduce --kernel jax`` wrote) against the committed rows with
-:func:`mixlinreg.harness.agreement.kernel_agreement`.
+:func:`mixlinreg.harness.agreement.unit_agreement`, the rule of ``mixlinreg check-agreement``
+(success and divergence flags identical; distances within 1e-3 for every run that numba's direct
+path reproduces under another packing; the others listed, not failed).
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ sys.path.insert(0, str(ROOT))
 
 from mixlinreg import ifca  # noqa: E402
 from mixlinreg.harness import ResultStore, load_config  # noqa: E402
-from mixlinreg.harness.agreement import kernel_agreement  # noqa: E402
+from mixlinreg.harness.agreement import unit_agreement  # noqa: E402
 from mixlinreg.harness.run import unit_job, unit_rows  # noqa: E402
 
 
 def compare(folder, stores):
     """Each ``*_rows.csv`` of ``folder``, or each finished unit of the result store ``folder``,
-    against the committed rows (:func:`kernel_agreement`); a total line last."""
+    against the committed rows (:func:`unit_agreement`); a total line last."""
     import pandas as pd
 
     folder = Path(folder)
@@ -42,15 +44,16 @@ def compare(folder, stores):
     else:
         items = [(p.name, lambda p=p: pd.read_csv(p)) for p in sorted(folder.glob("*_rows.csv"))]
     total = dict(units=0, agree=0, agree_rounding=0, beyond=0, not_repro=0, ulp=0, disagree=0,
-                 flags=0)
+                 flags=0, diverged=0)
     for name, read in items:
         rows = read()
         exp = load_config(str(rows["experiment"].iloc[0]), preset=str(rows["preset"].iloc[0]))
         unit = exp.unit(str(rows["unit"].iloc[0]))
         ref = ResultStore.find(stores, exp).units.read(unit.id)
-        out = kernel_agreement(exp, unit, ref, rows)
+        out = unit_agreement(exp, unit, ref, rows)
         flags = [out[f"flags_changed_{r}"] for r in ("authors", "text", "best_loss")]
-        print(f"{name}: flags changed {flags}, divergence flags changed {out['diverged_changed']}, "
+        print(f"{name}: flags changed {flags}, divergence flags changed {out['diverged_changed']} "
+              f"{out['diverged_runs']}, "
               f"runs beyond {out['runs_beyond']}: not reproducible by numba "
               f"{out['not_reproducible']}, one-ulp sensitive {out['ulp_sensitive']}, disagree "
               f"{out['disagree']}; agrees {out['agrees']}, to rounding {out['agrees_to_rounding']}",
@@ -63,8 +66,10 @@ def compare(folder, stores):
         total["not_repro"] += len(out["not_reproducible"])
         total["disagree"] += len(out["disagree"])
         total["flags"] += sum(flags)
+        total["diverged"] += out["diverged_changed"]
     print(f"total: {total['agree']} of {total['units']} units agree ({total['agree_rounding']} to "
-          f"rounding); success flags changed {total['flags']}; {total['beyond']} runs beyond the "
+          f"rounding); success flags changed {total['flags']}; divergence flags changed "
+          f"{total['diverged']}; {total['beyond']} runs beyond the "
           f"tolerance: {total['not_repro']} not reproducible by numba under another packing, "
           f"{total['ulp']} one-ulp sensitive, {total['disagree']} disagree")
     return 0

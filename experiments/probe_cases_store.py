@@ -555,9 +555,9 @@ COMMANDS = {
                         "mixlinreg.compare", "run_compare", "--store", ("a file",)),
     "digits --out": (["digits", "--out", "OUT"], "mixlinreg.digits", "run_digits", "--out",
                      ("a file", "under a file")),
-    "check-early-stop --csv": (["check-early-stop", "fig2a", "--csv", "OUT"],
-                               "mixlinreg.harness.earlystop", "check_early_stop", "--csv",
-                               ("a folder", "under a file")),
+    "check-agreement --csv": (["check-agreement", "fig2a", "--candidate", "early-stop", "--csv",
+                               "OUT"], "mixlinreg.harness.agreement", "check_agreement", "--csv",
+                              ("a folder", "under a file")),
     "bench --csv": (["bench", "--quick", "--csv", "OUT"], "mixlinreg.bench", "run_benchmark",
                     "--csv", ("a folder", "under a file")),
 }

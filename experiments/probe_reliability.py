@@ -411,7 +411,7 @@ def cases_counts():
     from mixlinreg import cli
     from mixlinreg.compare import run_compare
     from mixlinreg.harness import load_config
-    from mixlinreg.harness.earlystop import check_early_stop
+    from mixlinreg.harness.agreement import check_agreement
 
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
@@ -435,9 +435,16 @@ def cases_counts():
         ("cli", ["reproduce", "--config", str(TMP / "missing.toml"), "--out", str(TMP / "m")]), \
         CliErr("config file")
     yield 8, "check unknown study ID", ("cli", ["check", "Z9", "--report-only"]), CliErr("Z9")
-    yield 8, "check-early-stop unknown panel", ("cli", ["check-early-stop", "fig9"]), CliErr("fig9")
-    yield 8, "subprocess: check-early-stop --units 0", \
-        ("cli", ["check-early-stop", "--units", "0"], None, False), CliErr("--units", inprocess=False)
+    yield 8, "check-agreement unknown panel", \
+        ("cli", ["check-agreement", "fig9", "--candidate", "gram"]), CliErr("fig9")
+    yield 8, "check-agreement unknown candidate", \
+        ("cli", ["check-agreement", "--candidate", "cuda"]), CliErr("--candidate", "'cuda'")
+    yield 8, "check-agreement --tol with --candidate gram", \
+        ("cli", ["check-agreement", "fig2a", "--candidate", "gram", "--tol", "1e-7"]), \
+        CliErr("mixlinreg check-agreement: error: --tol", "early-stop")
+    yield 8, "subprocess: check-agreement --units 0", \
+        ("cli", ["check-agreement", "--candidate", "early-stop", "--units", "0"], None, False), \
+        CliErr("--units", inprocess=False)
     yield 8, "subprocess: compare --seeds 0", ("cli", ["compare", "--seeds", "0"], None, False), \
         CliErr("--seeds", inprocess=False)
     yield 8, "subprocess: demo --n-init 0", ("cli", ["demo", "--n-init", "0"], None, False), \
@@ -446,9 +453,11 @@ def cases_counts():
     yield 8, "run_compare(n_seeds=0)", lambda: run_compare("smoke", n_seeds=0), Err(ValueError, "n_seeds")
     yield 8, "run_compare(n_seeds=-2)", lambda: run_compare("smoke", n_seeds=-2), Err(ValueError, "n_seeds")
     yield 8, "run_compare('tiny')", lambda: run_compare("tiny"), Err(ValueError, "preset")
-    yield 8, "check_early_stop(units_per_exp=0)", \
-        lambda: check_early_stop([load_config("fig2a", "smoke")], units_per_exp=0), \
-        Err(ValueError, "units_per_exp")
+    yield 8, "check_agreement(units=0)", \
+        lambda: check_agreement([load_config("fig2a", "smoke")], "early-stop", units=0), \
+        Err(ValueError, "units")
+    yield 8, "check_agreement(candidate='cuda')", \
+        lambda: check_agreement([load_config("fig2a", "smoke")], "cuda"), Err(ValueError, "candidate")
     mix = _mix()
     init = np.zeros((2, 2, 3))
     ref = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=5)
@@ -535,7 +544,7 @@ def cases_first_use():
         yield 10, f"{cmd} --help: listed, plain text, every option has help", (lambda sp=sp, c=cmd: (
             c in top, sp.format_help(), [a for a in sp._actions if a.dest != "help" and not a.help])), \
             Ok(lambda r: r[0] and "``" not in r[1] and ":func:" not in r[1] and not r[2])
-    for cmd in ("reproduce", "check", "compare", "check-early-stop"):
+    for cmd in ("reproduce", "check", "compare", "check-agreement"):
         yield 10, f"{cmd} --preset huge", ("cli", [cmd, "--preset", "huge"]), \
             CliErr("--preset", "invalid choice")
     for cmd in ("reproduce", "check", "compare", "digits"):

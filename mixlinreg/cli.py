@@ -1,4 +1,4 @@
-"""Command line interface: ``mixlinreg reproduce``, ``check``, ``check-gram``, ``compare``,
+"""Command line interface: ``mixlinreg reproduce``, ``check``, ``check-agreement``, ``compare``,
 ``digits``, ``teach``, ``demo`` and ``bench``.
 
 User errors (a bad option value, a bad config, a missing file) end in one line
@@ -88,7 +88,7 @@ def _bench(args):
 
     if args.csv:
         output_file(args.csv, "--csv")  # checked before the benchmark runs
-    configs, dtypes = load_shapes("quick" if args.quick else "paper")  # experiments/bench.toml
+    configs, dtypes = load_shapes("quick" if args.quick else "paper")  # mixlinreg/configs/bench.toml
     es = (False, True) if args.with_early_stop else (False,)
     if args.units:
         from .bench import bench_units
@@ -168,32 +168,62 @@ def _reproduce(args):
     return 0
 
 
-def _check_gram(args):
+def _check_agreement(args):
     from .harness import load_config
-    from .harness.agreement import check_paths
+    from .harness.agreement import check_agreement
 
     from ._paths import atomic_write, output_file
 
+    if args.tol is not None and args.candidate != "early-stop":
+        raise ValueError(f"--tol is the early-stop tolerance and applies only to --candidate "
+                         f"early-stop, got --tol {args.tol:g} with --candidate {args.candidate}")
+    if args.candidate == "jax":
+        from ._jax import import_jax
+
+        try:
+            import_jax()
+        except ImportError as exc:
+            raise ValueError(f"--candidate jax: {exc}") from None
     if args.csv:
         output_file(args.csv, "--csv")  # checked before any unit runs
     exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
-    table, verdict = check_paths(exps, per_group=args.trials, rel_tol=args.rel_tol,
-                                 floor=args.floor, seed=args.seed)
+    table, runs, verdict = check_agreement(
+        exps, args.candidate, trials=args.trials, units=args.units, tol=args.tol,
+        rel_tol=args.rel_tol, floor=args.floor, seed=args.seed)
     if args.csv:
         atomic_write(args.csv, table.to_csv(index=False, float_format="%.6g"))
         print(f"wrote {args.csv}")
+    what = args.candidate + (f" (tol={table['tol'].iloc[0]:g})" if args.candidate == "early-stop" else "")
     flags = int(table[[c for c in table if c.startswith("flags_changed_")]].to_numpy().sum())
-    print(f"gram vs data path: {len(table)} units, {int(table['runs'].sum())} runs; "
-          f"{table['seconds_a'].sum():.1f} s -> {table['seconds_b'].sum():.1f} s; "
-          f"success flags changed: {flags}; runs whose divergence changed: "
-          f"{int(table['diverged_changed'].sum())}; largest relative change of dist_nearest "
-          f"{table['max_rel_dist_nearest'].max():.2e}, of dist_matched "
-          f"{table['max_rel_dist_matched'].max():.2e} (distances >= {args.floor}; below it the "
-          f"largest absolute change is {table[['max_abs_small_dist_nearest', 'max_abs_small_dist_matched']].to_numpy().max():.2e}); "
-          f"largest change of the final loss {table['max_abs_loss'].max():.2e} "
-          f"({table['max_rel_loss'].max():.2e} relative)")
-    print("verdict: " + ("the paths agree (no flag changed, every distance within "
-                         f"{args.rel_tol} relative)" if verdict else "THE PATHS DISAGREE"))
+    print(f"{what} vs numba's direct path with the full iterations: {len(table)} units, "
+          f"{int(table['runs'].sum())} runs; {table['seconds_a'].sum():.1f} s -> "
+          f"{table['seconds_b'].sum():.1f} s, iterations {int(table['iterations_a'].sum())} -> "
+          f"{int(table['iterations_b'].sum())}; success flags changed {flags}; divergence flags "
+          f"changed {int(table['diverged_changed'].sum())}; runs whose distances or divergence "
+          f"differ {int(table['runs_beyond'].sum())}: {int(table['not_reproducible'].sum())} not "
+          f"reproducible by the direct path under another packing (listed, not failed unless "
+          f"their divergence flag changed), "
+          f"{int(table['ulp_sensitive'].sum())} reproducible but moved by one ulp of the initial "
+          f"models and {int(table['disagree'].sum())} reproducible (both fail); largest distance "
+          f"difference of the other runs {table['max_gap_counted'].max():.2e} (relative; absolute "
+          f"below {args.floor:g}); largest change of the final loss {table['max_rel_loss'].max():.2e} "
+          f"relative; verdict: "
+          + (f"AGREE (success and divergence flags identical, distances within {args.rel_tol:g} "
+             f"for every run the direct path reproduces)" if verdict else
+             f"DISAGREE ({int((~table['agrees'].astype(bool)).sum())} of {len(table)} units)"))
+    for r in runs.itertuples(index=False):
+        own = ", ".join(f"{v:.6g}" for v in r.direct_dist_nearest)
+        what = {"not reproducible": "not reproducible by the direct path (listed, not failed)",
+                "one-ulp sensitive": "reproducible by the direct path, moved by one ulp (fails)",
+                "disagree": "reproducible by the direct path (fails)",
+                "not re-run": "not re-run: too many runs differ in the unit (fails)"}[r.status]
+        print(f"  {r.experiment} {r.unit} run {r.run}: {what}"
+              + ("; DIVERGENCE FLAG CHANGED (fails)" if r.ref_diverged != r.cand_diverged else "")
+              + f"; dist_nearest {r.ref_dist_nearest:.6g} (direct) vs {r.cand_dist_nearest:.6g} "
+              f"({args.candidate}), dist_matched {r.ref_dist_matched:.6g} vs {r.cand_dist_matched:.6g}"
+              f" (difference {r.gap:.3g}); diverged {r.ref_diverged} vs {r.cand_diverged}; the direct "
+              f"path re-run under other packings: dist_nearest {own or 'not re-run'} (its own "
+              f"spread {r.direct_spread:.3g})")
     return 0 if verdict else 1
 
 
@@ -208,29 +238,6 @@ def _setting(exp):
     return (f"k = {vals('k')}, (m, n, d) = ({vals('m')}, {vals('n')}, {vals('d')}), R in {vals('R')}, "
             f"sigma in {vals('sigma')}; {p['trials']} trials x {p['n_init']} initializations x "
             f"{len(p['steps'])} step sizes, {p['n_iter']} iterations")
-
-
-def _check_early_stop(args):
-    from .harness import load_config
-    from .harness.earlystop import check_early_stop
-
-    from ._paths import atomic_write, output_file
-
-    if args.csv:
-        output_file(args.csv, "--csv")  # checked before any unit runs
-    exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
-    table, verdict = check_early_stop(exps, tol=args.tol, units_per_exp=args.units, seed=args.seed,
-                                      rel_tol=args.rel_tol, floor=args.floor)
-    if args.csv:
-        atomic_write(args.csv, table.to_csv(index=False, float_format="%.6g"))
-        print(f"wrote {args.csv}")
-    speed = table["seconds_full"].sum() / table["seconds_early"].sum()
-    print(f"early stop with tol={args.tol}: {len(table)} units, {int(table['runs'].sum())} runs; "
-          f"iterations {int(table['iterations_full'].sum())} -> {int(table['iterations_early'].sum())}, "
-          f"{speed:.2f}x faster; verdict: "
-          + ("changes no success flag and no distance >= "
-             f"{args.floor} by more than {args.rel_tol} relative" if verdict else "CHANGES RESULTS"))
-    return 0 if verdict else 1
 
 
 def _out_and_store(args, default_store, skip_store=False):
@@ -477,38 +484,32 @@ def build_parser():
                         "'full' to 'paper' (files and the fields that name the preset)")
     t.set_defaults(func=_check)
 
-    e = sub.add_parser("check-early-stop",
-                       help="run sample units with and without the early stop and compare")
-    e.add_argument("panels", nargs="*", default=None, type=_panel, metavar="PANEL",
-                   help=f"Figure 2 panels to sample from ({' '.join(PANELS)}) [all]")
-    e.add_argument("--preset", default="quick", choices=FIG2_PRESETS,
-                   help="Figure 2 preset the units come from [quick]")
-    e.add_argument("--tol", type=nonneg_float, default=1e-7, help="early-stop tolerance (0: exact) [1e-7]")
-    e.add_argument("--units", type=positive_int, default=2, help="sample units per panel [2]")
-    e.add_argument("--rel-tol", type=nonneg_float, default=1e-3,
-                   help="largest relative change of a distance that counts as unchanged [1e-3]")
-    e.add_argument("--floor", type=nonneg_float, default=1e-3,
-                   help="distances below this are compared in absolute terms [1e-3]")
-    e.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample units [0]")
-    e.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
-    e.set_defaults(func=_check_early_stop)
-
-    v = sub.add_parser("check-gram",
-                       help="run sample units on the direct and the certified-Gram kernel paths "
-                            "and compare (success flags, distances, losses)")
+    v = sub.add_parser("check-agreement",
+                       help="run sample units of Figure 2 on numba's direct path (full iterations) "
+                            "and on a candidate (gram, early-stop or jax) and apply one agreement "
+                            "rule; exit 1 if they disagree")
     v.add_argument("panels", nargs="*", default=None, type=_panel, metavar="PANEL",
                    help=f"Figure 2 panels to sample from ({' '.join(PANELS)}) [all]")
+    v.add_argument("--candidate", required=True, choices=("gram", "early-stop", "jax"),
+                   help="how else to compute the units: gram (the certified-Gram kernel path), "
+                        "early-stop (the optional early stop, --tol) or jax (the JAX backend)")
     v.add_argument("--preset", default="paper", choices=FIG2_PRESETS,
                    help="Figure 2 preset the units come from [paper]")
-    v.add_argument("--trials", type=positive_int, default=2,
-                   help="trials per (m, n, d, k) group of each panel [2]")
+    how = v.add_mutually_exclusive_group()
+    how.add_argument("--trials", type=positive_int, default=None,
+                     help="trials per (m, n, d, k) group of each panel [2]")
+    how.add_argument("--units", type=positive_int, default=None,
+                     help="instead: units per panel, spread over its groups (the smallest and the "
+                          "largest (m, n) group first)")
+    v.add_argument("--tol", type=nonneg_float, default=None,
+                   help="early-stop tolerance of --candidate early-stop (0: exact) [1e-7]")
     v.add_argument("--rel-tol", type=nonneg_float, default=1e-3,
-                   help="largest relative change of a distance that counts as agreement [1e-3]")
+                   help="largest relative difference of a distance that counts as agreement [1e-3]")
     v.add_argument("--floor", type=nonneg_float, default=1e-3,
                    help="distances below this are compared in absolute terms [1e-3]")
-    v.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample trials [0]")
+    v.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample units [0]")
     v.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
-    v.set_defaults(func=_check_gram)
+    v.set_defaults(func=_check_agreement)
 
     b = sub.add_parser("bench", help="kernel vs plain NumPy vs GEMM throughput (ratios in one run)")
     b.add_argument("--quick", action="store_true", help="only (100, 100, 1000, 2), float32")

@@ -166,7 +166,9 @@ class Workload:
         return np.random.SeedSequence(int(self.seed), spawn_key=tuple(int(k) for k in key))
 
     def store(self, root, *, clean=False):
-        """The workload's store under ``root`` (created)."""
+        """The workload's store under ``root`` (created; ``clean``: remove temporary files left
+        by dead processes of this host)."""
+        clean = check_bool("clean", clean)
         if self.open_store is not None:
             return self.open_store(root, clean)
         from .harness.store import UnitStore, clean_temporary_files
@@ -365,6 +367,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     from ._env import numba_threads, usable_cores
 
     progress = check_bool("progress", progress)
+    collect = check_bool("collect", collect)
     n_jobs = check_backend(n_jobs, backend)
     for check in workload.reads:
         check()

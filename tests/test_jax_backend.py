@@ -235,7 +235,7 @@ def test_jax_leaves_64_bit_mode_and_the_default_backend_as_they_were(make_proble
 def test_harness_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
     from mixlinreg.cli import main
     from mixlinreg.harness import ResultStore, load_config
-    from mixlinreg.harness.agreement import kernel_agreement
+    from mixlinreg.harness.agreement import unit_agreement
     from mixlinreg.harness.run import run_unit
 
     assert main(["reproduce", "fig2b", "--preset", "smoke", "--out", str(tmp_path), "--kernel", "jax",
@@ -246,37 +246,45 @@ def test_harness_reproduce_with_kernel_jax_agrees_with_numba(tmp_path):
     for unit in exp.units():
         rows = store.units.read(unit.id)
         assert set(rows["method"]) == {"jax"} and rows["versions"].str.contains(";jax=").all()
-        ref, _ = run_unit(exp, unit, kernel="numba")
-        verdict = kernel_agreement(exp, unit, ref, rows)
+        ref, _ = run_unit(exp, unit, kernel="numba", method="data")  # the rule's reference
+        verdict = unit_agreement(exp, unit, ref, rows)
         assert verdict["agrees"] and verdict["runs_beyond"] == 0, verdict
 
 
-def test_harness_kernel_agreement_catches_changed_flags_and_distances():
+def test_check_agreement_candidate_jax():
+    from mixlinreg.cli import main
+
+    assert main(["check-agreement", "fig2a", "--candidate", "jax", "--preset", "smoke",
+                 "--trials", "1"]) == 0
+
+
+def test_harness_unit_agreement_catches_changed_flags_and_distances():
     from mixlinreg.harness import load_config
-    from mixlinreg.harness.agreement import kernel_agreement
+    from mixlinreg.harness.agreement import kernel_agreement, unit_agreement
     from mixlinreg.harness.run import run_unit
 
+    assert kernel_agreement is unit_agreement  # the name experiments/gpu_check.py imports
     exp = load_config("fig2a", preset="smoke")
     unit = exp.units()[0]
-    ref, _ = run_unit(exp, unit, kernel="numba")
-    assert kernel_agreement(exp, unit, ref, ref.copy())["agrees"]
+    ref, _ = run_unit(exp, unit, kernel="numba", method="data")
+    assert unit_agreement(exp, unit, ref, ref.copy())["agrees"]
     # a distance moved by 1% on a run the numba kernel reproduces alone: a disagreement
     moved = ref.copy()
     i = int(np.flatnonzero(moved["dist_nearest"].to_numpy() > 1e-2)[0])
     for col in ("dist_nearest", "dist_matched"):
         moved.loc[i, col] *= 1.01
-    out = kernel_agreement(exp, unit, ref, moved)
+    out = unit_agreement(exp, unit, ref, moved)
     assert out["runs_beyond"] == 1 and out["disagree"] == [i] and not out["agrees"]
     # a divergence flag changed on a run the numba kernel reproduces alone: a disagreement
     flipped = ref.copy()
     flipped.loc[0, "diverged"] = not bool(flipped.loc[0, "diverged"])
-    out = kernel_agreement(exp, unit, ref, flipped)
+    out = unit_agreement(exp, unit, ref, flipped)
     assert out["runs_beyond"] == 1 and out["disagree"] == [0] and not out["agrees"]
     # a failing trial made to succeed (one run's distances set to 0): the success flags change
     assert ref["dist_nearest"].min() > 1e-2
     won = ref.copy()
     won.loc[0, ["dist_nearest", "dist_matched"]] = 0.0
-    out = kernel_agreement(exp, unit, ref, won)
+    out = unit_agreement(exp, unit, ref, won)
     assert out["flags_changed_authors"] == 1 and out["flags_changed_text"] == 1 and not out["agrees"]
 
 

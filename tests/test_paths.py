@@ -13,7 +13,7 @@ import mixlinreg.bench
 import mixlinreg.compare
 import mixlinreg.digits
 import mixlinreg.harness
-import mixlinreg.harness.earlystop
+import mixlinreg.harness.agreement
 import mixlinreg.theory
 from mixlinreg._paths import output_dir, output_file, plain_name
 from mixlinreg.cli import main
@@ -144,8 +144,8 @@ COMMANDS = {
                     mixlinreg.theory, "run_study"),
     "compare": (["compare", "--preset", "smoke", "--out", "OUT"], mixlinreg.compare, "run_compare"),
     "digits": (["digits", "--out", "OUT"], mixlinreg.digits, "run_digits"),
-    "check-early-stop": (["check-early-stop", "fig2a", "--csv", "OUT"],
-                         mixlinreg.harness.earlystop, "check_early_stop"),
+    "check-agreement": (["check-agreement", "fig2a", "--candidate", "early-stop", "--csv", "OUT"],
+                        mixlinreg.harness.agreement, "check_agreement"),
     "bench": (["bench", "--quick", "--csv", "OUT"], mixlinreg.bench, "run_benchmark"),
 }
 

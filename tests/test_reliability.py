@@ -21,6 +21,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import mixlinreg as mlr
@@ -50,6 +51,7 @@ def _flag_calls():
     from mixlinreg.theory.lemma1 import misclassification_probability, worst_placement
     from mixlinreg.theory.d1 import rebuild_d1
     from mixlinreg.geometry import simplex_centers
+    from mixlinreg.runner import run as runner_run
 
     mix = _small()
     init = np.zeros((1, 2, 3))
@@ -83,7 +85,21 @@ def _flag_calls():
         ("worst_placement", "interior"): lambda v: worst_placement(0.25, 1.0, interior=v),
         ("rebuild_d1", "write"): lambda v: rebuild_d1("/nonexistent-never-made", write=v),
         ("simplex_centers", "haar"): lambda v: simplex_centers(2, 3, 1.0, rng=0, haar=v),
+        ("Workload.__init__", "pin_blas"): lambda v: _toy_workload(pin_blas=v),
+        ("Workload.store", "clean"): lambda v: _toy_workload().store("/nonexistent-never-made",
+                                                                    clean=v),
+        ("run", "collect"): lambda v: runner_run(_toy_workload(), collect=v),
     }
+
+
+def _toy_unit(unit, ss):
+    return pd.DataFrame({"x": [1.0]})
+
+
+def _toy_workload(**kw):
+    from mixlinreg.runner import Workload
+
+    return Workload(name="toy", preset="smoke", key={}, units=("u0",), compute=_toy_unit, **kw)
 
 
 #: bool parameters not covered here, with the reason (kept short on purpose)
@@ -214,9 +230,8 @@ def test_reproduce_runs_under_thread_limits(tmp_path, env):
 
 def test_workers_never_exceed_usable_cores_or_units(tmp_path, monkeypatch):
     from mixlinreg.harness import load_config, run_experiment
-    from mixlinreg.harness import sweep
 
-    monkeypatch.setattr(sweep, "usable_cores", lambda: 1)
+    monkeypatch.setattr(_env, "usable_cores", lambda: 1)  # what the runner reads
     _, summary = run_experiment(load_config("fig2a", "smoke"), tmp_path, n_jobs=8, progress=False)
     assert summary["n_jobs"] == 1 and summary["units_run"] == 2
 
@@ -326,7 +341,8 @@ def test_every_count_option_is_typed():
         for act in sp._actions:
             assert act.type not in (int, float), (cmd, act.option_strings)
     names = {(c, o) for c, o, _ in _count_options()}
-    for needed in [("check-early-stop", "--units"), ("compare", "--seeds"), ("demo", "--n-init"),
+    for needed in [("check-agreement", "--trials"), ("check-agreement", "--units"),
+                   ("compare", "--seeds"), ("demo", "--n-init"),
                    ("reproduce", "--n-jobs"), ("digits", "--rounds"), ("bench", "--threads")]:
         assert needed in names
 
@@ -370,14 +386,16 @@ def test_user_errors_are_one_line_with_status_2(capsys, tmp_path):
 def test_zero_counts_in_the_api():
     from mixlinreg.compare import run_compare
     from mixlinreg.harness import load_config
-    from mixlinreg.harness.earlystop import check_early_stop
+    from mixlinreg.harness.agreement import check_agreement
 
     with pytest.raises(ValueError, match="n_seeds must be in"):
         run_compare("smoke", n_seeds=0)
     with pytest.raises(ValueError, match="preset must be one of"):
         run_compare("tiny")
-    with pytest.raises(ValueError, match="units_per_exp must be in"):
-        check_early_stop([load_config("fig2a", "smoke")], units_per_exp=0)
+    with pytest.raises(ValueError, match="units must be in"):
+        check_agreement([load_config("fig2a", "smoke")], "early-stop", units=0)
+    with pytest.raises(ValueError, match="trials must be in"):
+        check_agreement([load_config("fig2a", "smoke")], "gram", trials=0)
 
 
 @pytest.mark.filterwarnings("ignore::mixlinreg.EmptyClusterWarning")  # 5-iteration fits

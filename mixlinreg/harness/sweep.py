@@ -63,7 +63,8 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     ``max_units`` stops after that many new units (for sampling or tests). Results do not depend on
     ``n_jobs``, the backend or the completion order. ``method`` is the kernel path of
     :func:`mixlinreg.ifca` (``"auto"``: the certified-Gram path where it applies); every row
-    records the path that computed it, and ``mixlinreg check-gram`` measures that the paths agree.
+    records the path that computed it, and ``mixlinreg check-agreement --candidate gram`` measures
+    that the paths agree.
     ``kernel`` is :func:`mixlinreg.ifca`'s backend (``"numba"``, ``"jax"``; ``None``: the context's,
     see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run in this process on JAX's
     device (``n_jobs`` must be 1: worker processes would each claim the GPU's memory), on a GPU
