@@ -70,7 +70,7 @@ import time
 import numpy as np
 
 import mixlinreg._gram as G
-from mixlinreg._config import CERT_REL_MARGIN
+from mixlinreg._numerics import CERT_REL_MARGIN
 from mixlinreg._gram import machine_norms
 from mixlinreg.data import draw_trial
 from mixlinreg.harness import load_config

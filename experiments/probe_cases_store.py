@@ -494,7 +494,7 @@ def _stem_not_plain():
 
 def _handmade_experiment(name):
     from mixlinreg.harness import ResultStore
-    from mixlinreg.harness.config import Experiment
+    from mixlinreg.harness.experiment import Experiment
 
     with _sandbox() as d:
         e = _exp(d)

@@ -59,8 +59,8 @@ import numba as nb
 import numpy as np
 from numba import prange
 
-from . import _config
-from ._config import FASTMATH
+from . import _numerics
+from ._numerics import FASTMATH
 from ._kernels import (
     ITERATE, Assign, Packed, Rows, _final_eval, _finish_all, _pack, _padded, _run_state, _sweep,
     _sweep_buffers,
@@ -277,8 +277,8 @@ class _GramCache:
         self.key_of = [None] * self.n_slots
         self.slot_of = {}
         self.unused = OrderedDict((s, None) for s in range(self.n_slots))  # LRU order
-        nblk = _config.GRAM_BLOCKS
-        rows = max(n, (_config.GRAM_GATHER_ROWS // n) * n)
+        nblk = _numerics.GRAM_BLOCKS
+        rows = max(n, (_numerics.GRAM_GATHER_ROWS // n) * n)
         self._part = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
         self._Z = np.empty((nblk, rows, d), dtype=np.float64) if self.n_slots else None
         self._T = np.empty((nblk, d, d), dtype=np.float64) if self.n_slots else None
@@ -545,7 +545,7 @@ class _CertifiedRuns:
             _model_norms(settled, settled.size, self.theta, self.norms)
             _anchor_dist(settled, settled.size, self.theta, self.anchor, self.dist)
             _certify(settled, settled.size, self.norms, self.st.asg, self.U, self.Lo, self.s_op,
-                     self.dist, self.fro, self.gamma, _config.CERT_REL_MARGIN, self.loss.l2,
+                     self.dist, self.fro, self.gamma, _numerics.CERT_REL_MARGIN, self.loss.l2,
                      self.n, cert)
             ok[settled] = cert
         return ok
@@ -603,7 +603,7 @@ class _CertifiedRuns:
         cr, cj, pos, cs = cr[use][order], cj[use][order], pos[use][order], cs[use][order]
         starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else cs
         ends = np.r_[starts[1:], cs.size]
-        step = _config.GRAM_COLUMNS_PER_TASK
+        step = _numerics.GRAM_COLUMNS_PER_TASK
         c0 = np.asarray([b for a0, a1 in zip(starts, ends) for b in range(a0, a1, step)],
                         dtype=np.int64)
         c1 = np.minimum(c0 + step, np.repeat(ends, -(-(ends - starts) // step))).astype(np.int64)
@@ -653,7 +653,7 @@ class _CertifiedRuns:
                     continue
                 slot = cache.slot_of.get(q)
                 share = demand[q] + (cache.refs[slot] if slot is not None else 0)
-                cost += 2.0 * d * d + _config.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
+                cost += 2.0 * d * d + _numerics.GRAM_FLOP_PER_BYTE * 8.0 * d * d / share
                 if slot is None:
                     charge += 2.0 * n * d * d * cache.build_machines(mk) / demand[q]
             gain = self.flop_assigned - cost

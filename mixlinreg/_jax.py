@@ -283,7 +283,7 @@ def run_jax(prob):
         raise MemoryError(
             f"the JAX device ({device_info()}) ran out of memory for {prob.theta.shape[0]} runs of "
             f"k = {k} models on (m, n, d) = ({m}, {n}, {d}) in {prob.X.dtype}: run fewer runs per "
-            f"call (or, in the harness, fewer units at once: mixlinreg._config.JAX_WORKERS)") from None
+            f"call (or, in the harness, fewer units at once: mixlinreg._numerics.JAX_WORKERS)") from None
     theta, labels, loss, diverged, converged, n_out, tl, tlab, tdist = out
     return dict(theta=np.array(theta, dtype=prob.X.dtype), labels=np.asarray(labels, dtype=np.int64),
                 loss=np.asarray(loss, dtype=np.float64), diverged=np.asarray(diverged, dtype=bool),

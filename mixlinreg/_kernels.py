@@ -11,7 +11,7 @@ Layout of one iteration (all active runs together)
   wastes little (padding columns are zero and ignored). A model of the multinomial loss is a
   d x C matrix: its ``nout = C`` columns sit side by side (``(a * k + j) * nout + c``), so every
   "column" below is ``nout`` columns for it.
-* Machines are split into a fixed number of contiguous chunks (``_config.MAX_CHUNKS``, independent of
+* Machines are split into a fixed number of contiguous chunks (``_numerics.MAX_CHUNKS``, independent of
   the thread count) and the chunks are processed in parallel (``prange``). For each machine:
 
   - forward pass of every model of every active run, one BLAS GEMM ``X_i @ ThT`` of shape
@@ -37,7 +37,7 @@ import numba as nb
 import numpy as np
 from numba import prange
 
-from ._config import FASTMATH
+from ._numerics import FASTMATH
 from .losses import KERNEL_CODES as LOSS_CODES  # noqa: F401  (the wrappers read it here)
 from .losses import MULTINOMIAL
 from .losses import ce as _ce

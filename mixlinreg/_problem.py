@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _config
+from . import _numerics
 from ._gram import gram_applicable
 from ._kernels import LOSS_CODES
 from ._validation import (
@@ -80,7 +80,7 @@ class _Problem:
         local_steps = check_int("local_steps", local_steps, low=1)
         tol = check_float("tol", tol, low=0)
         thresh = resolve_diverge_threshold(diverge_threshold, X, Y, theta,
-                                           _config.DIVERGE_THRESHOLD)
+                                           _numerics.DIVERGE_THRESHOLD)
         check_choice("method", method, {"auto", "data", "stats", "gram"})
         gram_memory = check_int("gram_memory", gram_memory, low=0)
         early_stop, trace = check_bool("early_stop", early_stop), check_bool("trace", trace)
@@ -263,6 +263,6 @@ def _choose_method(method, *, loss, resample, averaging, participation, trace, d
     if stats_ok and dt == np.float64 and _cheaper_with_stats(n, d, k):
         return "stats"
     if (gram_ok and not trace and gram_memory >= 8 * d * d * k
-            and 2.0 * R * m * n * d * (k + 1) >= _config.GRAM_MIN_FLOP):
+            and 2.0 * R * m * n * d * (k + 1) >= _numerics.GRAM_MIN_FLOP):
         return "gram"
     return "data"

@@ -193,7 +193,7 @@ def data_parameter_scale(X, Y):
 def resolve_diverge_threshold(value, X, Y, init, base):
     """The divergence threshold of :func:`mixlinreg.ifca`: a positive number, or ``"auto"``.
 
-    ``"auto"`` is ``base`` (``_config.DIVERGE_THRESHOLD``, 1e10) times the scale of a plausible
+    ``"auto"`` is ``base`` (``_numerics.DIVERGE_THRESHOLD``, 1e10) times the scale of a plausible
     parameter entry, ``s = max(1, rms(y) / (rms(X) sqrt(d)), max |init|)``: for ``y = X theta`` with
     i.i.d. features, ``rms(y) ~ rms(X) sqrt(d) |theta entry|``, so ``s`` is the size of an entry of
     a model that fits the data. On the paper's problems ``s = 1`` (the threshold is 1e10, as

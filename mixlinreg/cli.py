@@ -15,6 +15,8 @@ import time
 
 import numpy as np
 
+from .config import PRESETS
+
 DESCRIPTION = """IFCA on mixtures of linear regressions: reproduce the paper's Figure 2, check its
 theory, compare with baselines, benchmark the kernel. 'mixlinreg COMMAND --help' lists a
 command's options; a user error ends in one line 'mixlinreg COMMAND: error: ...' (exit status 2)."""
@@ -402,7 +404,7 @@ def _teach(args):
     return 0
 
 
-FIG2_PRESETS = ("paper", "quick", "smoke")
+FIG2_PRESETS = tuple(reversed(PRESETS))  # the paper preset first in the help
 
 
 def _panel(text):
@@ -416,7 +418,19 @@ def build_parser():
     p = argparse.ArgumentParser(prog="mixlinreg", description=DESCRIPTION,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _parser_demo(sub)
+    _parser_reproduce(sub)
+    _parser_check(sub)
+    _parser_check_agreement(sub)
+    _parser_bench(sub)
+    _parser_compare(sub)
+    _parser_digits(sub)
+    _parser_teach(sub)
+    return p
 
+
+def _parser_demo(sub):
+    """The ``demo`` command's options."""
     d = sub.add_parser("demo", help="a small end-to-end IFCA run that prints its result")
     d.add_argument("--m", type=positive_int, default=100, help="machines [100]")
     d.add_argument("--n", type=positive_int, default=100, help="rows per machine [100]")
@@ -431,6 +445,9 @@ def build_parser():
     d.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     d.set_defaults(func=_demo)
 
+
+def _parser_reproduce(sub):
+    """The ``reproduce`` command's options."""
     r = sub.add_parser("reproduce", help="reproduce Figure 2 (a-d) of the IFCA paper (NeurIPS "
                                          "version; Figure 3 of the long version)")
     r.add_argument("panel", nargs="?", default="all", choices=PANELS + ("all",),
@@ -461,10 +478,13 @@ def build_parser():
                    help="run nothing: write the figures and summaries of the units already finished")
     r.set_defaults(func=_reproduce)
 
+
+def _parser_check(sub):
+    """The ``check`` command's options."""
     t = sub.add_parser("check", help="theory checks: one study per claim of the paper, with verdicts")
     t.add_argument("ids", nargs="*", metavar="ID",
                    help="study IDs (L1 T1 C1 A0 T2 C2 RS F2a F2b F2c F2d D1) [all]")
-    t.add_argument("--preset", default="quick", choices=("smoke", "quick", "paper", "full"),
+    t.add_argument("--preset", default="quick", choices=PRESETS + ("full",),
                    help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
                         "numba has compiled, as measured for the README) or paper (hours; 'full' "
                         "is its former name) [quick]")
@@ -484,6 +504,9 @@ def build_parser():
                         "'full' to 'paper' (files and the fields that name the preset)")
     t.set_defaults(func=_check)
 
+
+def _parser_check_agreement(sub):
+    """The ``check-agreement`` command's options."""
     v = sub.add_parser("check-agreement",
                        help="run sample units of Figure 2 on numba's direct path (full iterations) "
                             "and on a candidate (gram, early-stop or jax) and apply one agreement "
@@ -511,6 +534,9 @@ def build_parser():
     v.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
     v.set_defaults(func=_check_agreement)
 
+
+def _parser_bench(sub):
+    """The ``bench`` command's options."""
     b = sub.add_parser("bench", help="kernel vs plain NumPy vs GEMM throughput (ratios in one run)")
     b.add_argument("--quick", action="store_true", help="only (100, 100, 1000, 2), float32")
     b.add_argument("--threads", type=positive_int, nargs="+", default=[1, 2],
@@ -528,9 +554,12 @@ def build_parser():
     b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
 
+
+def _parser_compare(sub):
+    """The ``compare`` command's options."""
     c = sub.add_parser("compare", help="IFCA against the baselines on the issue's scenarios "
                                        "(CSV, markdown table, figure)")
-    c.add_argument("--preset", default="quick", choices=("smoke", "quick", "paper"),
+    c.add_argument("--preset", default="quick", choices=PRESETS,
                    help="smoke (seconds), quick (reduced sizes, minutes) or paper (Figure 2 sizes); "
                         "defined in mixlinreg/configs/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
@@ -541,9 +570,12 @@ def build_parser():
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     c.set_defaults(func=_compare)
 
+
+def _parser_digits(sub):
+    """The ``digits`` command's options."""
     g = sub.add_parser("digits", help="rotated 8x8 digits, an analogue of the paper's Table 1 "
                                       "(not MNIST): IFCA vs global, local, one-shot")
-    g.add_argument("--preset", default="paper", choices=("smoke", "quick", "paper"),
+    g.add_argument("--preset", default="paper", choices=PRESETS,
                    help="parameters from mixlinreg/configs/digits.toml [paper]")
     g.add_argument("--seeds", type=positive_int, default=None, help="data seeds [preset's: 5]")
     g.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
@@ -556,6 +588,9 @@ def build_parser():
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
     g.set_defaults(func=_digits)
 
+
+def _parser_teach(sub):
+    """The ``teach`` command's options."""
     h = sub.add_parser("teach", help="figures and animations that teach IFCA (PNG, GIF, HTML) "
                                      "and an index.html showing them")
     h.add_argument("views", nargs="*", metavar="VIEW",
@@ -565,7 +600,6 @@ def build_parser():
     h.add_argument("--no-html", action="store_true",
                    help="skip the self-contained HTML animations (PNG and GIF only)")
     h.set_defaults(func=_teach)
-    return p
 
 
 #: exceptions that end a command in one line, exit status 2: what the user asked for is invalid or

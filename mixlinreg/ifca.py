@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
-from . import _config
+from . import _numerics
 from .backends import BACKENDS, check_jax_method, current_backend, resolve_backend, use_backend
 from . import _gram as _gram_module
 from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
@@ -148,7 +148,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
-         gram_memory=_config.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None):
+         gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -324,9 +324,9 @@ def _run(prob, threads):
     loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
     upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part)
     stop = Stop(prob.early_stop, prob.tol, prob.thresh)
-    nchunks = min(m, _config.MAX_CHUNKS)
+    nchunks = min(m, _numerics.MAX_CHUNKS)
     chunk_lo = (np.arange(nchunks + 1, dtype=np.int64) * m) // nchunks
-    pad = _config.SIMD_COLUMNS[dt]
+    pad = _numerics.SIMD_COLUMNS[dt]
 
     res = Result(np.zeros((R, m), dtype=np.int64), np.zeros(R, dtype=np.float64),
                  np.zeros(R, dtype=np.bool_), np.zeros(R, dtype=np.bool_),

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from ._config import FASTMATH
+from ._numerics import FASTMATH
 
 __all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get", "MULTINOMIAL",
            "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into",

@@ -604,12 +604,14 @@ def verdict_at_least(fit: Fit, bound: float, margin: float = 0.0) -> str:
 _FPMIN = 1e-300
 
 
-def _dof(dof):
-    n = np.asarray(dof)
+def positive_integers(param, value):
+    """``value`` (a number or array of them) as float64 if every entry is an integer >= 1, else a
+    ``ValueError`` naming ``param``."""
+    n = np.asarray(value)
     nf = n.astype(float)
     if (n.size == 0 or not np.all(np.isfinite(nf)) or np.any(nf < 1)
             or np.any(nf != np.round(nf))):
-        raise ValueError(f"dof must be integers >= 1, got {dof!r}")
+        raise ValueError(f"{param} must be integers >= 1, got {value!r}")
     return nf
 
 
@@ -669,7 +671,7 @@ def log_f_cdf(q, dof):
     q = float(q)
     if not (q >= 0):
         raise ValueError(f"q must be >= 0, got {q!r}")
-    n0 = _dof(dof)
+    n0 = positive_integers("dof", dof)
     n = np.atleast_1d(n0)
     if q == 0:
         return np.full(n0.shape, -np.inf)

@@ -177,7 +177,7 @@ def test_soft_ifca_zero_temperature_is_ifca(mix, l2):
     # the losses differ by >> 1e-8 * 745, so exp(-dF / T) underflows to exactly 0: the weights are
     # exactly one-hot and both compute the same update; only the summation order differs (NumPy
     # GEMM vs the numba kernel), ~1e-16 relative per iteration: 1e-10 is the float64 tolerance of
-    # the suite (mixlinreg._config.TEST_RTOL)
+    # the suite (mixlinreg._numerics.TEST_RTOL)
     assert_allclose(soft.theta, hard.theta[0], rtol=1e-10, atol=1e-12)
     assert_array_equal(soft.labels, hard.labels[0])
     assert_array_equal(soft.extra["weights"], np.eye(2)[soft.labels])

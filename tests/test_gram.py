@@ -14,7 +14,7 @@ from numpy.testing import assert_array_equal
 from naive import naive_assign, naive_ifca, naive_loss_table
 from test_kernel import RTOL32, assert_matches_naive
 
-from mixlinreg import _config, ifca
+from mixlinreg import _numerics, ifca
 from mixlinreg._gram import (
     _anchor_dist,
     _certify,
@@ -40,7 +40,7 @@ def _problem(seed, m=12, n=20, d=5, k=2, R=4, C=None, sep=2.0, sigma=0.3, near=0
 @pytest.fixture(params=["gram", "assigned"])
 def prefer(request, monkeypatch):
     """Run each test once preferring Gram steps and once preferring assigned-only steps."""
-    monkeypatch.setattr(_config, "GRAM_FLOP_PER_BYTE", 0.0 if request.param == "gram" else 1e12)
+    monkeypatch.setattr(_numerics, "GRAM_FLOP_PER_BYTE", 0.0 if request.param == "gram" else 1e12)
     return request.param
 
 
@@ -128,7 +128,7 @@ def test_gram_identical_models_and_divergence(global_random_seed):
 
 
 def test_gram_memory_for_exactly_k_grams_equals_naive(global_random_seed, monkeypatch):
-    monkeypatch.setattr(_config, "GRAM_FLOP_PER_BYTE", 0.0)
+    monkeypatch.setattr(_numerics, "GRAM_FLOP_PER_BYTE", 0.0)
     X, y, ts, init, lr = _problem(global_random_seed, R=6)
     d, k = X.shape[2], init.shape[1]
     res = ifca(X, y, init, lr, n_iter=25, method="gram", gram_memory=8 * d * d * k)
@@ -223,7 +223,7 @@ def test_certificates_are_sound(dtype, global_random_seed):
         rtol=1e-11)
     ok = np.zeros(R, dtype=np.bool_)
     _model_norms(act, R, moved, norms)
-    _certify(act, R, norms, asg, U, Lo, s, dist, fro, gamma, _config.CERT_REL_MARGIN, l2, n, ok)
+    _certify(act, R, norms, asg, U, Lo, s, dist, fro, gamma, _numerics.CERT_REL_MARGIN, l2, n, ok)
     # the exact evaluation at the moved models, by the kernel's own loss code (working dtype)
     ev = ifca(X, y, moved, 1.0, n_iter=0, l2=l2, method="data")
     assert ok.sum() > R // 4 and (~ok).sum() > R // 4  # both outcomes really occur

@@ -1,6 +1,6 @@
 """Compare the batched kernel ``mixlinreg.ifca`` with the slow reference ``naive.naive_ifca``.
 
-Tolerances (see also mixlinreg/_config.py):
+Tolerances (see also mixlinreg/_numerics.py):
 - float64: rtol 1e-10.  Kernel and reference do the same arithmetic in a different order (BLAS
   blocking, per-chunk partial sums, sufficient statistics X^T X, X^T y instead of rows, fused
   multiply-add).  Each iteration adds relative differences of a few 1e-16 times a modest condition
@@ -26,7 +26,7 @@ from naive import naive_ifca
 
 ifca_mod = pytest.importorskip("mixlinreg.ifca")
 from mixlinreg import ifca  # noqa: E402
-from mixlinreg._config import TEST_RTOL  # noqa: E402
+from mixlinreg._numerics import TEST_RTOL  # noqa: E402
 
 RTOL64 = 1e-10
 RTOL32 = TEST_RTOL[np.dtype(np.float32)]

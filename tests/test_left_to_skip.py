@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mixlinreg import _config, ifca
+from mixlinreg import _numerics, ifca
 from mixlinreg._gram import _GramCache
 from mixlinreg.harness import load_config
 from mixlinreg.harness import run as harness_run
@@ -27,7 +27,7 @@ def test_distinct_grams_records_the_sets_made_and_restores_the_cache(monkeypatch
     from test_gram import _problem
 
     script = _script("left_to_skip")
-    monkeypatch.setattr(_config, "GRAM_FLOP_PER_BYTE", 0.0)  # prefer Gram steps
+    monkeypatch.setattr(_numerics, "GRAM_FLOP_PER_BYTE", 0.0)  # prefer Gram steps
     X, y, _, init, lr = _problem(3)
     original = _GramCache.acquire
     with script.distinct_grams() as made:

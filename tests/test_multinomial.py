@@ -17,7 +17,7 @@ from scipy.special import logsumexp, softmax
 
 from naive import naive_ifca
 from mixlinreg import ifca
-from mixlinreg._config import TEST_RTOL
+from mixlinreg._numerics import TEST_RTOL
 from mixlinreg._problem import from_vectors, to_vectors
 from mixlinreg.losses import multinomial_derivative, multinomial_value
 

@@ -19,7 +19,7 @@ from mixlinreg._paths import output_dir, output_file, plain_name
 from mixlinreg.cli import main
 from mixlinreg.harness import ResultStore, load_config, run_experiment
 from mixlinreg.harness._tiny import tiny_text
-from mixlinreg.harness.config import Experiment
+from mixlinreg.harness.experiment import Experiment
 from mixlinreg.theory import Context
 
 BAD_NAMES = ["mygrids/conc", "../../x", "..", ".", "", "/abs", "a b", "x\\y", ".hidden", "-x",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _config
+from .. import _numerics
 from .._validation import check_array, check_float, check_int
 from ._common import check_data, check_l2, check_loss
 from ._result import BaselineResult
@@ -216,7 +216,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
                                                        (eps1, eps2, min_group), splits, final)
             mean_norm.append(worst_mean)
             big = max((np.abs(g[2]).max() for g in active), default=0.0)
-            if not np.isfinite(big) or big > _config.DIVERGE_THRESHOLD:
+            if not np.isfinite(big) or big > _numerics.DIVERGE_THRESHOLD:
                 diverged = True
                 break
     history = {"max_update_norm": np.array(max_norm, dtype=np.float64),

@@ -6,7 +6,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
-from .. import _config
+from .. import _numerics
 from .._validation import as_generator, check_float, check_int
 from ..losses import LOSSES
 from ._common import check_data, check_l2, check_loss
@@ -263,7 +263,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
             history[k] = np.sqrt(np.mean(np.sum(primal * primal, axis=1))) if P else 0.0
             objective[k] = _objective(X, y, omega, D, lam, a, xi, l2)
             if (not np.all(np.isfinite(omega))
-                    or np.abs(omega).max() > _config.DIVERGE_THRESHOLD):
+                    or np.abs(omega).max() > _numerics.DIVERGE_THRESHOLD):
                 diverged = True
                 break
 

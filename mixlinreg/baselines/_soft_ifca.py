@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _config
+from .. import _numerics
 from .._validation import check_array, check_float, check_int
 from ..losses import LOSSES
 from ._common import check_data, check_l2, check_loss
@@ -141,7 +141,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
                 G += l2 * w.sum(axis=0)[:, None] * theta
             theta = theta - (lr / m) * G
             done += 1
-            if not np.all(np.isfinite(theta)) or np.abs(theta).max() > _config.DIVERGE_THRESHOLD:
+            if not np.all(np.isfinite(theta)) or np.abs(theta).max() > _numerics.DIVERGE_THRESHOLD:
                 diverged = True
                 break
         _, F = _losses(X2, y, theta, l2)

@@ -1,6 +1,6 @@
 """Experiment harness: configs, the unit of work, the resumable store, parallel sweeps, success rules."""
 
-from .config import Experiment, Unit, load_config, resolve_config_path
+from .experiment import Experiment, Unit, load_config, resolve_config_path
 from .run import COLUMNS, run_unit, unit_seeds
 from .store import DamagedUnitWarning, ResultStore, UnitStore
 from .success import RULES, success_table, trial_success

@@ -467,7 +467,7 @@ class ResultStore:
     @classmethod
     def open(cls, path, **kw) -> "ResultStore":
         """The store in the folder ``path`` (its experiment read back from ``manifest.json``)."""
-        from .config import Experiment
+        from .experiment import Experiment
 
         path = Path(path)
         man = json.loads((path / "manifest.json").read_text())

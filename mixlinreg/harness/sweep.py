@@ -6,7 +6,7 @@ from __future__ import annotations
 import resource
 from functools import partial
 
-from .. import _config
+from .. import _numerics
 from .._env import usable_cores
 from .._validation import check_bool
 from ..runner import Workload, check_backend, run
@@ -22,7 +22,7 @@ def _jax_workers():
 
     if import_jax().default_backend() == "cpu":
         return 1
-    return max(1, min(usable_cores(), _config.JAX_WORKERS))
+    return max(1, min(usable_cores(), _numerics.JAX_WORKERS))
 
 
 def _compute(exp, method, kernel, unit_id, seed_sequence):
@@ -68,7 +68,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     ``kernel`` is :func:`mixlinreg.ifca`'s backend (``"numba"``, ``"jax"``; ``None``: the context's,
     see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run in this process on JAX's
     device (``n_jobs`` must be 1: worker processes would each claim the GPU's memory), on a GPU
-    several at once in threads (``_config.JAX_WORKERS``), or on the Dask cluster's workers.
+    several at once in threads (``_numerics.JAX_WORKERS``), or on the Dask cluster's workers.
 
     Several processes may run the same experiment on one store at once: each unit is claimed
     before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by

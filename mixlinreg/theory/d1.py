@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from ..harness.config import load_config
+from ..harness.experiment import load_config
 from ..stats import Fit
 from .study import (DIFFER, NOTE, SAME, UNDETERMINED, Decision, StudyResult, canonical_preset,
                      combine_outcomes)

@@ -39,7 +39,7 @@ from scipy import optimize, stats
 
 from .._validation import as_generator, check_bool
 from ..data import draw_rows
-from ..stats import Fit, log_f_cdf, verdict_at_least, verdict_at_most
+from ..stats import Fit, log_f_cdf, positive_integers, verdict_at_least, verdict_at_most
 from . import bounds
 from .study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 
@@ -77,12 +77,7 @@ def _sigma(sigma):
 
 
 def _nprime(n_prime):
-    n = np.asarray(n_prime)
-    nf = n.astype(float)
-    if (n.size == 0 or not np.all(np.isfinite(nf)) or np.any(nf < 1)
-            or np.any(nf != np.round(nf))):
-        raise ValueError(f"n_prime must be integers >= 1, got {n_prime!r}")
-    return nf
+    return positive_integers("n_prime", n_prime)
 
 
 def _alpha_rho(alpha, rho):

@@ -60,7 +60,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .. import config as _config
+from .. import config as _loader
 from .._paths import atomic_write, plain_name
 from .._validation import check_bool
 from ..config import PRESETS
@@ -508,7 +508,7 @@ class Study:
 
     def config(self, preset="paper", path=None):
         """The study's checked config (``mixlinreg/configs/studies/<ID>.toml``, or ``path``)."""
-        return _config.load(path or self.id, preset, kind="study", schema=self.schema,
+        return _loader.load(path or self.id, preset, kind="study", schema=self.schema,
                             sub="studies")
 
 
