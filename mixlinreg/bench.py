@@ -181,7 +181,8 @@ def median_unit(exp, trial=0, group="median"):
 
 def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", methods=("data", "gram"),
                 trial=0, progress=print):
-    """Seconds of one unit of each panel on each kernel path (same process, same threads).
+    """Seconds of one unit of each panel on each kernel path (same process, same threads; the
+    unit runs on the one runner, :func:`mixlinreg.runner.run`, in this process with nothing stored).
 
     The unit is trial ``trial`` of the group whose ``m n`` is the median of the panel's groups.
     The projected whole-grid time of a path sums, over the panel's groups, ``trials`` units of
@@ -189,8 +190,11 @@ def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", met
     for the Gram path that is an assumption (its Gram builds grow with ``m n`` as well, its Gram
     steps do not), stated in every row.
     """
+    import dataclasses
+
     from .harness import load_config
-    from .harness.run import run_unit
+    from .harness.sweep import workload
+    from .runner import run
 
     rows = []
     for name in panels:
@@ -201,9 +205,12 @@ def bench_units(panels=("fig2a", "fig2b", "fig2c", "fig2d"), preset="paper", met
         row = dict(panel=name, preset=preset, unit=unit.id, runs=exp.runs_per_unit,
                    units_in_grid=len(exp.units()), projection="linear in m n")
         for meth in methods:
+            # the unit on the one runner, in this process, nothing stored; BLAS left as it is
+            one = dataclasses.replace(workload(exp, method=meth), units=(unit.id,), pin_blas=False)
             t0 = time.perf_counter()
-            tab, _ = run_unit(exp, unit, method=meth)
+            out, _ = run(one, None, backend="sequential")
             sec = time.perf_counter() - t0
+            tab = out[unit.id]
             row[f"seconds_{meth}"] = sec
             row[f"projected_hours_{meth}"] = sec * scale / 3600.0
             row[f"method_{meth}"] = str(tab["method"].iloc[0])
