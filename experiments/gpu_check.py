@@ -8,7 +8,7 @@ units of ``mixlinreg bench --units``; for panels c and d also the group with the
   fraction of the card's float32 matrix-product rate measured here (``--peak``), and JAX's peak
   device memory;
 * its rows against the committed numba rows of ``figures/stores`` with the agreement criterion of
-  :func:`mixlinreg.harness.agreement.kernel_agreement` (success flags and divergences identical;
+  :func:`mixlinreg.harness.agreement.unit_agreement` (success flags and divergences identical;
   distances to 1e-3 except runs the numba kernel does not reproduce itself under another packing);
 * the numba kernel on the same unit with this machine's cores (``--numba-threads``);
 * the whole paper grid projected from each panel's measured rate (every unit of the grid costs
@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from mixlinreg import ifca  # noqa: E402
 from mixlinreg.bench import median_unit  # noqa: E402
 from mixlinreg.harness import ResultStore, load_config  # noqa: E402
-from mixlinreg.harness.agreement import kernel_agreement  # noqa: E402
+from mixlinreg.harness.agreement import unit_agreement  # noqa: E402
 from mixlinreg.harness.run import run_unit, unit_job, unit_rows  # noqa: E402
 
 PANELS = ("fig2a", "fig2b", "fig2c", "fig2d")
@@ -169,7 +169,7 @@ def main(argv=None):
             mem = (dev.memory_stats() or {}).get("peak_bytes_in_use", float("nan"))
             jrows = unit_rows(exp, unit, job, res)
             ref, ref_kind = reference_rows(exp, unit, args.stores)
-            agree = kernel_agreement(exp, unit, ref, jrows, max_reruns=args.max_reruns)
+            agree = unit_agreement(exp, unit, ref, jrows, max_reruns=args.max_reruns)
             row = dict(panel=panel, unit=unit.id, runs=len(jrows), n_loop=n_loop,
                        jax_first_s=t_first, jax_s=t_jax, bitwise_repeat=same,
                        tflops=flop / t_jax / 1e12, peak_fraction=flop / t_jax / 1e12 / peak,

@@ -42,15 +42,16 @@ import pandas as pd
 from ._paths import inside, plain_name
 from ._validation import check_bool
 
-__all__ = ["Workload", "run", "store_key", "BACKENDS"]
+__all__ = ["Workload", "run", "store_key", "json_default", "BACKENDS"]
 
 #: where units can run
 BACKENDS = ("loky", "dask", "sequential")
 _UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 
 
-def _plain(obj):
-    """JSON for the values a key may hold (numpy scalars and arrays, paths)."""
+def json_default(obj):
+    """JSON for numpy scalars and arrays and paths (``json.dumps(..., default=json_default)``):
+    what a workload key or a study record may hold."""
     if isinstance(obj, np.bool_):
         return bool(obj)
     if isinstance(obj, np.integer):
@@ -61,7 +62,8 @@ def _plain(obj):
         return obj.tolist()
     if isinstance(obj, Path):
         return str(obj)
-    raise TypeError(f"a workload key must hold plain values, got {type(obj).__name__}")
+    raise TypeError(f"not JSON serializable (a key or record must hold plain values): "
+                    f"{type(obj).__name__}")
 
 
 def store_key(name: str, preset: str, key: dict) -> tuple:
@@ -71,7 +73,7 @@ def store_key(name: str, preset: str, key: dict) -> tuple:
     >>> store_key("demo", "smoke", {"a": 1})[0]
     'demo-smoke-015abd7f5cc5'
     """
-    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=_plain)
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), default=json_default)
     tag = hashlib.sha256(blob.encode()).hexdigest()
     return f"{plain_name('workload name', name)}-{plain_name('preset', preset)}-{tag[:12]}", tag
 

@@ -244,10 +244,6 @@ def _run_detail(i, status, direct, ref, cand, cand_gap, floor):
                 direct_spread=float(spread))
 
 
-#: the former name, which experiments/gpu_check.py imports
-kernel_agreement = unit_agreement
-
-
 def _candidate_run(candidate, tol):
     """(protocol change, run_unit keywords) of a candidate."""
     if candidate == "gram":

@@ -47,7 +47,6 @@ Adding a study is one module under ``mixlinreg/theory/studies/`` (found there by
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import time
 import zlib
@@ -65,11 +64,12 @@ from .._paths import atomic_write, plain_name
 from .._validation import check_bool
 from ..config import PRESETS
 from ..harness.store import UnitStore
+from ..runner import json_default
 from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
 __all__ = ["Study", "Verdict", "Decision", "MissingInput", "figure2_store", "run", "unit_rng",
            "sensitivity_line", "StudyResult", "Context", "combine", "combine_outcomes",
-           "canonical_preset", "params_hash", "VERDICTS", "HOLDS", "CAVEAT", "NOT_SUPPORTED",
+           "canonical_preset", "VERDICTS", "HOLDS", "CAVEAT", "NOT_SUPPORTED",
            "INCONCLUSIVE", "CLAIM", "NOTE", "KINDS", "SAME", "DIFFER", "UNDETERMINED",
            "NOTE_OUTCOMES", "FORMER_PRESETS", "PRESETS"]
 
@@ -205,7 +205,7 @@ class StudyResult:
         d = asdict(self)
         d["numbers"] = json.loads(self.numbers.to_json(orient="split", index=False,
                                                        double_precision=15))
-        return json.dumps(d, indent=1, default=_json_default)
+        return json.dumps(d, indent=1, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> "StudyResult":
@@ -215,24 +215,8 @@ class StudyResult:
         return cls(**d)
 
 
-def _json_default(obj):
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
 def _study_code(study_id: str) -> int:
     return zlib.crc32(study_id.encode())
-
-
-def params_hash(params: dict) -> str:
-    """Short stable hash of a study's parameters (JSON, sorted keys)."""
-    blob = json.dumps(params, sort_keys=True, separators=(",", ":"), default=_json_default)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass
@@ -294,11 +278,14 @@ class Context:
     def _unit_dir(self) -> Path | None:
         if self.store is None:
             return None
+        return self.store / self._store_key()[0]
+
+    def _store_key(self):
         from ..runner import store_key
 
         key = {"id": self.study_id, "preset": self.preset, "seed": int(self.seed),
                "params": self.params}
-        return self.store / store_key(self.study_id, self.preset, key)[0]
+        return store_key(self.study_id, self.preset, key)
 
     def unit(self, name: str, compute) -> pd.DataFrame:
         """Rows of one unit: read from the store if already computed, else ``compute()`` and save.
@@ -319,7 +306,8 @@ class Context:
                                 f"{type(df).__name__}")
             return df
         # the harness's unit store: checksummed units, claims shared with other processes
-        df, computed = UnitStore(folder).get_or_compute(name, compute)
+        df, computed = UnitStore(folder, tag=self._store_key()[1],
+                                 legacy_tags=(None,)).get_or_compute(name, compute)
         if computed:
             self.units_computed += 1
         else:
@@ -531,7 +519,6 @@ def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str
 def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequence):
     """One unit of a study, for the runner: ``study.compute`` with the unit's generator and
     ``shared(name, fn)`` (rows several units need, computed once through the same store)."""
-    from ..harness.store import UnitStore
     from ..backends import use_backend
 
     counts = {"shared_computed": 0, "shared_resumed": 0}
