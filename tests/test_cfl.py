@@ -195,3 +195,67 @@ def test_docstring_examples():
     mod = importlib.import_module("mixlinreg.baselines._cfl")
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# the losses of mixlinreg.losses (logistic, Huber, multinomial)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "huber", "multinomial"])
+def test_one_group_is_the_kernels_gradient_descent(loss):
+    """With no split possible (eps2 huge) and no stop (eps1 tiny), CFL is federated gradient descent
+    on the mean loss: the kernel's IFCA with k = 1, gradient averaging, the same step."""
+    rng = np.random.default_rng(5)
+    m, n, d, C = 6, 25, 3, 4
+    X = rng.standard_normal((m, n, d))
+    if loss == "multinomial":
+        y = rng.integers(0, C, (m, n)).astype(float)
+        init = 0.1 * rng.standard_normal((d, C))
+        kw = {}
+    else:
+        y = (rng.random((m, n)) < 0.5).astype(float) if loss == "logistic" \
+            else rng.standard_normal((m, n))
+        init = 0.1 * rng.standard_normal(d)
+        kw = {"huber_delta": 0.6}
+    res = cfl(X, y, init=init, lr=0.3, eps1=1e-300, eps2=1e300, max_rounds=15, l2=0.05,
+              loss=loss, **kw)
+    assert res.n_rounds == 15 and not res.extra["converged"] and res.labels.tolist() == [0] * m
+    ref = mlr.ifca(X, y, init[None], 0.3, n_iter=15, loss=loss, l2=0.05, **kw)
+    assert_allclose(res.theta[0], ref.theta[0, 0], rtol=1e-10, atol=1e-12)
+    p = init.size
+    assert res.floats_sent_per_machine == 2 * p * 15
+
+
+def test_multinomial_recovers_permuted_label_clusters():
+    """Two clusters whose labels are permuted (the paper's Section 4 set-up, in miniature): the
+    federated model stalls, CFL splits the clients by their permutation."""
+    rng = np.random.default_rng(0)
+    m, n, d, C = 8, 200, 4, 3
+    W = 3.0 * rng.standard_normal((d, C))
+    X = rng.standard_normal((m, n, d))
+    y = np.argmax(X @ W + rng.gumbel(size=(m, n, C)), axis=-1)
+    perm = np.array([1, 2, 0])
+    truth = np.repeat([0, 1], m // 2)
+    y[truth == 1] = perm[y[truth == 1]]
+    res = cfl(X, y.astype(float), loss="multinomial", n_classes=C, lr=0.5, eps1=1e-3, eps2=0.1,
+              l2=1e-3)
+    assert res.theta.shape == (len(np.unique(res.labels)), d, C)
+    assert mlr.metrics.adjusted_rand(truth, res.labels) == 1.0
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"loss": "hinge"}, "loss must be one of"),
+    ({"loss": "multinomial"}, "needs n_classes"),
+    ({"loss": "multinomial", "n_classes": 1}, "n_classes"),
+    ({"loss": "multinomial", "n_classes": 2}, r"integers in \[0, 1\]"),
+    ({"loss": "multinomial", "n_classes": 3, "init": np.zeros((3, 4))}, r"shape \(3, 3\)"),
+    ({"loss": "multinomial", "init": np.zeros(3)}, r"shape \(3, C\)"),
+    ({"loss": "squared", "n_classes": 3}, "only for loss='multinomial'"),
+    ({"loss": "logistic"}, r"\[0, 1\]"),
+    ({"loss": "huber", "huber_delta": 0.0}, "huber_delta"),
+])
+def test_losses_bad_input_names_the_parameter(kw, match):
+    X = np.ones((4, 5, 3))
+    y = np.tile([0.0, 1.0, 2.0, 0.0, 1.0], (4, 1))
+    with pytest.raises(ValueError, match=match):
+        cfl(X, y, **kw)

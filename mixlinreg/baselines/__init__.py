@@ -26,7 +26,7 @@ Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated 
 NeurIPS 2020 / IEEE Trans. Inf. Theory 2022.
 """
 
-from ._cfl import cfl
+from ._cfl import cfl, cosine_similarities, split_by_similarity
 from ._fpfc import fpfc
 from ._global_model import global_model
 from ._local_models import local_models
@@ -36,4 +36,4 @@ from ._result import BaselineResult
 from ._soft_ifca import soft_ifca
 
 __all__ = ["BaselineResult", "oracle", "global_model", "local_models", "one_shot", "soft_ifca",
-           "cfl", "fpfc"]
+           "cfl", "fpfc", "split_by_similarity", "cosine_similarities"]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numerics
-from .._validation import check_array, check_float, check_int
-from ._common import check_data, check_l2, check_loss
+from .._validation import check_array, check_choice, check_float, check_int
+from ..losses import CODES, derivative_array, multinomial_derivative
+from ._common import check_data, check_l2
 from ._result import BaselineResult
 
-__all__ = ["cfl"]
+__all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
 
 
 def split_by_similarity(S):
@@ -65,18 +66,31 @@ def split_by_similarity(S):
     return np.flatnonzero(~below).astype(np.int64), np.flatnonzero(below).astype(np.int64)
 
 
-def _cosine(D):
-    """Pairwise cosine similarities of the rows of ``D``; a zero row has similarity 0."""
+def cosine_similarities(D):
+    """Pairwise cosine similarities of the rows of ``D`` (the ``alpha_ij`` of the paper's eq. (4));
+    a zero row has similarity 0 with every row (itself included).
+
+    >>> cosine_similarities(np.array([[1.0, 0.0], [-2.0, 0.0], [0.0, 0.0]])).tolist()
+    [[1.0, -1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    """
+    D = np.asarray(D, dtype=np.float64)
+    D = D.reshape(D.shape[0], -1)
     norms = np.linalg.norm(D, axis=1)
     U = D / np.where(norms > 0, norms, 1.0)[:, None]
     return U @ U.T
 
 
 def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_steps=1, l2=0.0,
-        loss="squared", min_group=2):
+        loss="squared", min_group=2, huber_delta=1.0, n_classes=None):
     r"""Clustered Federated Learning (CFL): FedAvg per group, split incongruent groups in two.
 
-    Machine ``i`` has the loss ``F_i(theta) = (1/n) ||X_i theta - y_i||^2 + (l2/2) ||theta||^2``.
+    Machine ``i`` has the loss ``F_i(theta) = (1/n) sum_t ell(<x_it, theta>, y_it) +
+    (l2/2) ||theta||^2`` with a per-sample loss of :mod:`mixlinreg.losses` (``"squared"``:
+    ``F_i = (1/n) ||X_i theta - y_i||^2 + (l2/2) ||theta||^2``; ``"logistic"``, ``"huber"``); with
+    ``loss="multinomial"`` (softmax cross-entropy) a model is a d x C matrix ``W`` and
+    ``F_i(W) = (1/n) sum_t [logsumexp(W^T x_it) - (W^T x_it)_{y_it}] + (l2/2) ||W||_F^2``, the
+    loss of :func:`mixlinreg.ifca` with ``loss="multinomial"``; updates are compared (cosine
+    similarity, norms) as vectors of all ``d C`` entries.
     One group (all machines) starts from ``init`` (zeros by default). Every communication round,
     each active group ``c`` with model ``theta_c`` sends it down; each of its machines runs
     ``local_steps`` gradient steps of size ``lr`` on ``F_i`` from ``theta_c`` and sends back its
@@ -105,7 +119,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     ----------
     X : array_like, shape (m, n, d)
     y : array_like, shape (m, n)
-    init : array_like, shape (d,), optional
+    init : array_like, shape (d,) (``(d, C)`` for ``loss="multinomial"``), optional
         Starting model of the single initial group; default zeros.
     lr : float, default 0.1
         Local step size, ``> 0``. Plain gradient descent on ``F_i`` is stable for
@@ -127,17 +141,25 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
         Local gradient steps per round, ``>= 1``.
     l2 : float, default 0
         Ridge coefficient, ``>= 0``.
-    loss : {"squared"}
-        Only the squared loss.
+    loss : {"squared", "logistic", "huber", "multinomial"}
+        The per-sample loss (:mod:`mixlinreg.losses`). ``"logistic"`` needs ``y`` in [0, 1];
+        ``"multinomial"`` needs class labels ``y`` in ``{0, ..., C - 1}`` and ``C`` from
+        ``n_classes`` or from ``init``'s shape.
     min_group : int, default 2
         Groups with fewer machines never split, ``>= 2``.
+    huber_delta : float, default 1.0
+        Threshold of the Huber loss, ``> 0`` (used only with ``loss="huber"``).
+    n_classes : int, optional
+        ``C >= 2``, the classes of ``loss="multinomial"`` (when ``init`` is not given; with
+        ``init`` it must equal ``init.shape[1]``). Not allowed with the other losses.
 
     Returns
     -------
     BaselineResult
-        ``theta`` (k', d): one model per final group, the groups ordered by their smallest
-        machine index; ``labels`` (m,) the group of each machine; ``n_rounds`` the rounds run;
-        ``floats_sent_per_machine = 2 d n_rounds`` (model down, update up every round; a machine
+        ``theta`` (k', d) (``(k', d, C)`` for ``loss="multinomial"``): one model per final
+        group, the groups ordered by their smallest machine index; ``labels`` (m,) the group of
+        each machine; ``n_rounds`` the rounds run; ``floats_sent_per_machine = 2 p n_rounds``
+        with ``p = d`` (``d C``) numbers per model (model down, update up every round; a machine
         whose group has finished sends nothing more, so this bounds its cost, see
         ``extra["active_rounds"]``). ``extra``:
 
@@ -172,13 +194,11 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     IEEE TNNLS 2021), criteria (5), (6) and Algorithms 1, 2.
     """
     X, y = check_data(X, y)
-    check_loss(loss)
+    check_choice("loss", loss, LOSSES)
     l2 = check_l2(l2)
+    huber_delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
     m, n, d = X.shape
-    if init is None:
-        theta0 = np.zeros(d)
-    else:
-        theta0 = check_array("init", init, shape=(d,), dtype=np.float64)
+    theta0, shape = _start(init, n_classes, loss, y, d)
     lr = check_float("lr", lr, low=0.0, low_open=True)
     eps1 = check_float("eps1", eps1, low=0.0, low_open=True)
     eps2 = check_float("eps2", eps2, low=0.0, low_open=True)
@@ -186,7 +206,9 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     local_steps = check_int("local_steps", local_steps, low=1)
     min_group = check_int("min_group", min_group, low=2)
 
-    grad = _squared_gradient(X, y, l2)
+    grad = (_squared_gradient(X, y, l2) if loss == "squared"
+            else _loss_gradient(X, y, l2, loss, huber_delta, shape))
+    d = theta0.size  # numbers per model (d C for the multinomial loss): models travel flat
     # active groups: (tree id, global machine indices, model)
     active = [(0, np.arange(m, dtype=np.int64), theta0.copy())]
     final, splits = [], []
@@ -222,7 +244,67 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     history = {"max_update_norm": np.array(max_norm, dtype=np.float64),
                "mean_update_norm": np.array(mean_norm, dtype=np.float64),
                "n_active_groups": np.array(n_groups, dtype=np.int64)}
-    return _result(final, active, m, d, rounds, splits, history, active_rounds, diverged)
+    return _result(final, active, m, shape, rounds, splits, history, active_rounds, diverged)
+
+
+#: the losses :func:`cfl` takes
+LOSSES = ("squared", "logistic", "huber", "multinomial")
+
+
+def _start(init, n_classes, loss, y, d):
+    """The starting model as a flat vector, the models' shape (``(d,)`` or ``(d, C)``), with the
+    labels ``y`` checked against the loss."""
+    if loss == "multinomial":
+        if init is None and n_classes is None:
+            raise ValueError("loss='multinomial' needs n_classes (an integer >= 2) or an init of "
+                             "shape (d, C), got neither")
+        C = None if n_classes is None else check_int("n_classes", n_classes, low=2)
+        if init is not None:
+            W = check_array("init", init, dtype=np.float64)
+            if W.ndim != 2 or W.shape[0] != d or W.shape[1] < 2 or (C is not None
+                                                                     and W.shape[1] != C):
+                want = f"({d}, {C})" if C is not None else f"({d}, C) with C >= 2"
+                raise ValueError(f"init must have shape {want} for loss='multinomial', got "
+                                 f"{W.shape}")
+            C = W.shape[1]
+        shape = (d, C)
+        bad = (y != np.round(y)) | (y < 0) | (y > C - 1)
+        if bad.any():
+            raise ValueError(f"y must hold class labels, integers in [0, {C - 1}], for "
+                             f"loss='multinomial' with C = {C} classes; got {float(y[bad][0])!r}")
+    else:
+        if n_classes is not None:
+            raise ValueError(f"n_classes is only for loss='multinomial', got n_classes="
+                             f"{n_classes!r} with loss={loss!r}")
+        shape = (d,)
+        if loss == "logistic" and (y.min() < 0 or y.max() > 1):
+            raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or "
+                             f"probabilities), got values in [{float(y.min())!r}, {float(y.max())!r}]")
+    theta0 = (np.zeros(shape) if init is None
+              else check_array("init", init, shape=shape, dtype=np.float64))
+    return theta0.reshape(-1).copy(), shape
+
+
+def _loss_gradient(X, y, l2, loss, delta, shape):
+    """``grad(idx, T)`` for a loss of :mod:`mixlinreg.losses`: ``(1/n) X_i^T ell'(X_i t, y_i) +
+    l2 t`` per machine, models ``T`` as flat rows (a d x C matrix for the multinomial loss)."""
+    n = X.shape[1]
+    code = CODES.get(loss)
+
+    def grad(idx, T):
+        Xi, Ti = X[idx], T.reshape((len(idx),) + shape)
+        if loss == "multinomial":
+            D = multinomial_derivative(np.einsum("ind,idc->inc", Xi, Ti), y[idx])
+            G = np.einsum("ind,inc->idc", Xi, D) / n
+        else:
+            D = derivative_array(np.einsum("ind,id->in", Xi, Ti), y[idx], code, delta)
+            G = np.einsum("ind,in->id", Xi, D) / n
+        G = G.reshape(len(idx), -1)
+        if l2 != 0.0:
+            G += l2 * T
+        return G
+
+    return grad
 
 
 def _squared_gradient(X, y, l2):
@@ -268,7 +350,7 @@ def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, fina
         if mnorm >= eps1:
             new_active.append((node, members, theta))
         elif dmax >= eps2 and len(members) >= min_group:
-            pa, pb = split_by_similarity(_cosine(D))
+            pa, pb = split_by_similarity(cosine_similarities(D))
             sa, sb = members[pa], members[pb]
             if sb.min() < sa.min():
                 sa, sb = sb, sa
@@ -282,11 +364,12 @@ def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, fina
     return new_active, next_id, worst_mean
 
 
-def _result(final, active, m, d, rounds, splits, history, active_rounds, diverged):
+def _result(final, active, m, shape, rounds, splits, history, active_rounds, diverged):
     """The :class:`BaselineResult` of a CFL run: the final and still active groups, ordered by
-    their smallest machine index."""
+    their smallest machine index; models of ``shape`` each."""
     groups = sorted(final + active, key=lambda g: int(g[1].min()))
-    theta = np.array([g[2] for g in groups], dtype=np.float64).reshape(len(groups), d)
+    d = int(np.prod(shape))
+    theta = np.array([g[2] for g in groups], dtype=np.float64).reshape((len(groups),) + shape)
     labels = np.empty(m, dtype=np.int64)
     for j, g in enumerate(groups):
         labels[g[1]] = j
