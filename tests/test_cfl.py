@@ -259,3 +259,18 @@ def test_losses_bad_input_names_the_parameter(kw, match):
     y = np.tile([0.0, 1.0, 2.0, 0.0, 1.0], (4, 1))
     with pytest.raises(ValueError, match=match):
         cfl(X, y, **kw)
+
+
+def test_callback_sees_every_round_and_changes_nothing():
+    mx = _mix(3, 12, 3, 2)
+    seen = []
+    res = cfl(mx.X, mx.y, callback=lambda r, groups: seen.append((r, groups)))
+    ref = cfl(mx.X, mx.y)
+    assert_array_equal(res.theta, ref.theta) and res.n_rounds == ref.n_rounds
+    assert [r for r, _ in seen] == list(range(1, res.n_rounds + 1))
+    last = seen[-1][1]
+    assert_array_equal(np.array([g[2] for g in last]), res.theta)
+    assert [g[0] for g in last] == res.extra["nodes"].tolist()
+    assert not last[0][2].flags.writeable
+    with pytest.raises(TypeError, match="callback"):
+        cfl(mx.X, mx.y, callback=3)

@@ -81,7 +81,7 @@ def cosine_similarities(D):
 
 
 def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_steps=1, l2=0.0,
-        loss="squared", min_group=2, huber_delta=1.0, n_classes=None):
+        loss="squared", min_group=2, huber_delta=1.0, n_classes=None, callback=None):
     r"""Clustered Federated Learning (CFL): FedAvg per group, split incongruent groups in two.
 
     Machine ``i`` has the loss ``F_i(theta) = (1/n) sum_t ell(<x_it, theta>, y_it) +
@@ -152,6 +152,12 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     n_classes : int, optional
         ``C >= 2``, the classes of ``loss="multinomial"`` (when ``init`` is not given; with
         ``init`` it must equal ``init.shape[1]``). Not allowed with the other losses.
+    callback : callable, optional
+        Called after every completed round as ``callback(round, groups)``, ``round`` 1-based and
+        ``groups`` a list of ``(node, machines, model)``, one per group after the server step
+        (active and final ones, ordered by smallest machine index; ``model`` a read-only copy of
+        shape ``(d,)`` or ``(d, C)``): to follow accuracy or similarities round by round without
+        changing the run.
 
     Returns
     -------
@@ -205,6 +211,8 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     max_rounds = check_int("max_rounds", max_rounds, low=0)
     local_steps = check_int("local_steps", local_steps, low=1)
     min_group = check_int("min_group", min_group, low=2)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
 
     grad = (_squared_gradient(X, y, l2) if loss == "squared"
             else _loss_gradient(X, y, l2, loss, huber_delta, shape))
@@ -237,6 +245,8 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
             active, next_id, worst_mean = _server_step(active, delta, unorm, rounds, next_id,
                                                        (eps1, eps2, min_group), splits, final)
             mean_norm.append(worst_mean)
+            if callback is not None:
+                callback(rounds, _snapshot(active, final, shape))
             big = max((np.abs(g[2]).max() for g in active), default=0.0)
             if not np.isfinite(big) or big > _numerics.DIVERGE_THRESHOLD:
                 diverged = True
@@ -245,6 +255,16 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
                "mean_update_norm": np.array(mean_norm, dtype=np.float64),
                "n_active_groups": np.array(n_groups, dtype=np.int64)}
     return _result(final, active, m, shape, rounds, splits, history, active_rounds, diverged)
+
+
+def _snapshot(active, final, shape):
+    """Every group as ``(node, machines, model)`` (read-only copies), by smallest machine index."""
+    out = []
+    for node, members, theta in sorted(final + active, key=lambda g: int(g[1].min())):
+        model, machines = theta.reshape(shape).copy(), members.copy()
+        model.flags.writeable = machines.flags.writeable = False
+        out.append((node, machines, model))
+    return out
 
 
 #: the losses :func:`cfl` takes
