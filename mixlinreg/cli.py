@@ -300,6 +300,35 @@ def _digits(args):
     return 0
 
 
+def _check_ids(args, known):
+    """The study IDs ``check`` runs (the given ones, those of ``--paper``, or all), or ``None``
+    after printing why they are refused."""
+    from .theory.study import PAPERS
+
+    if args.paper is not None and args.paper not in PAPERS:
+        print(f"mixlinreg check: --paper must be one of {list(PAPERS)}, got {args.paper!r}",
+              file=sys.stderr)
+        return None
+    if args.paper is not None and args.ids:
+        print("mixlinreg check: give study IDs or --paper, not both", file=sys.stderr)
+        return None
+    if args.paper is not None:
+        from .theory.studies import get
+
+        ids = [s for s in known if get(s).paper == args.paper]
+        if not ids:
+            print(f"mixlinreg check: no study of the {args.paper} paper yet; known: "
+                  f"{list(known)}", file=sys.stderr)
+            return None
+        return ids
+    ids = args.ids or list(known)
+    bad = [i for i in ids if i not in known]
+    if bad:
+        print(f"mixlinreg check: unknown study IDs {bad}; known: {list(known)}", file=sys.stderr)
+        return None
+    return ids
+
+
 def _check(args):
     from .theory import STUDIES, run_study, title, write_report
     from .theory.study import canonical_preset
@@ -315,11 +344,15 @@ def _check(args):
             print(f"{old} -> {new}")
         print(f"check --migrate-records: {len(moved)} files renamed in {args.out}")
         return 0
-    ids = args.ids or list(STUDIES)
-    bad = [i for i in ids if i not in STUDIES]
-    if bad:
-        print(f"mixlinreg check: unknown study IDs {bad}; known: {list(STUDIES)}", file=sys.stderr)
+    ids = _check_ids(args, STUDIES)
+    if ids is None:
         return 2
+    if args.list:
+        from .theory.studies import get
+
+        for sid in ids:
+            print(f"{sid:8s} {get(sid).paper:5s} {title(sid)}")
+        return 0
     from tqdm.auto import tqdm
 
     from ._paths import output_file
@@ -481,13 +514,17 @@ def _parser_reproduce(sub):
 
 def _parser_check(sub):
     """The ``check`` command's options."""
-    t = sub.add_parser("check", help="theory checks: one study per claim of the paper, with verdicts")
+    t = sub.add_parser("check", help="theory checks: one study per claim of the IFCA, CFL and "
+                                     "FPFC papers, with verdicts")
     t.add_argument("ids", nargs="*", metavar="ID",
-                   help="study IDs (L1 T1 C1 A0 T2 C2 RS F2a F2b F2c F2d D1) [all]")
+                   help="study IDs (`mixlinreg check --list` shows them) [all, or all of --paper]")
+    t.add_argument("--paper", default=None, metavar="PAPER",
+                   help="run the studies of one paper: IFCA, CFL or FPFC (not with IDs)")
+    t.add_argument("--list", action="store_true",
+                   help="only list the studies: ID, paper, title")
     t.add_argument("--preset", default="quick", choices=PRESETS + ("full",),
-                   help="smoke (seconds), quick (all 12 studies in about 4 minutes on 2 cores once "
-                        "numba has compiled, as measured for the README) or paper (hours; 'full' "
-                        "is its former name) [quick]")
+                   help="smoke (seconds), quick (minutes; the README gives measured times) or "
+                        "paper (hours; 'full' is its former name) [quick]")
     _add_out_store(t, "results/checks", "folder for tables, figures and JSON records (and the store, "
                    "unless --store) [results/checks]",
                    "resumable per-unit rows; a rerun skips finished units [OUT]")

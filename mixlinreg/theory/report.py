@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import PRESETS
-from .study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, SAME, UNDETERMINED, VERDICTS, StudyResult,
-                     canonical_preset)
+from .study import (CLAIM, DIFFER, FORMER_PRESETS, NOTE, PAPERS, SAME, UNDETERMINED, VERDICTS,
+                     StudyResult, canonical_preset)
 
 _ORDER = tuple(reversed(PRESETS))  # the largest preset's records first
 
@@ -85,21 +85,31 @@ def report_command(path="paper_checks.md", out="figures/checks", preset="paper")
             f"{_rel(str(out), path.parent) or '.'} --write {path.name}")
 
 
+_VERSIONS = {
+    "IFCA": ("Each location below names both versions where they differ; the synthetic figure is "
+             "**Figure 3 of the long version (Figure 2 in the NeurIPS version)**, and the IDs "
+             "F2a-F2d, the titles that say \"Figure 2\" and the command names fig2a ... fig2d "
+             "use the NeurIPS number."),
+    "CFL": ("The copy checked is the short workshop version; locations use its numbering, and a "
+            "later version's statement is cited as that version's."),
+}
+
+
 def render(results: dict, base: Path, missing=(), *, out="figures/checks", preset="paper",
            name="paper_checks.md") -> str:
     """The text of ``paper_checks.md`` for ``{ID: StudyResult}``; links relative to ``base``.
 
-    A pure function of the records and of the arguments (``out``, ``preset`` and ``name`` make the
-    command named in the header, see :func:`report_command`): no clock, no host, so a report remade
-    from the same records is the same file.
+    One section per paper (:data:`~mixlinreg.theory.study.PAPERS`, in that order), each with its
+    count line, its verdict table (a ``by condition`` column where a record's verdict differs by
+    condition) and its studies. A pure function of the records and of the arguments (``out``,
+    ``preset`` and ``name`` make the command named in the header, see :func:`report_command`): no
+    clock, no host, so a report remade from the same records is the same file.
     """
-    from .studies import title
-
     presets = sorted({r.preset for r in results.values()})
     records = _rel(str(out), base) or "."
     command = report_command(Path(base) / name, out, preset)
-    out = [
-        "# Paper checks: the claims of the IFCA paper, measured",
+    lines = [
+        "# Paper checks: the claims of three papers on clustered federated learning, measured",
         "",
         f"<!-- Generated from the study records by `{command}`. Do not edit by hand: edit the "
         "studies in mixlinreg/theory/, rerun them (`mixlinreg check`) and remake the report. -->",
@@ -108,28 +118,66 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
         f"(presets used: {', '.join(presets) or 'none'}); the report is a function of the records "
         f"alone (no date or clock in it: the records' history is the git history of "
         f"`{records}/`), and the test suite checks that this file is exactly what the command "
-        "above writes from them. Paper: Ghosh, Chung, Yin, Ramchandran, "
-        "*An Efficient Framework for Clustered Federated Learning*, in two versions whose "
-        "numbering differs: the long (arXiv) version and the conference (NeurIPS 2020) version. "
-        "Each location below names both where they differ; the synthetic figure is **Figure 3 of "
-        "the long version (Figure 2 in the NeurIPS version)**, and the IDs F2a-F2d, the titles "
-        "that say \"Figure 2\" and the command names fig2a ... fig2d use the NeurIPS number.",
+        "above writes from them.",
         "",
         "Verdicts: **holds** (the measurement is inside the claim with its interval), **holds with a "
         "caveat** (it holds, with a qualification stated below it), **not supported** (the "
         "measurement contradicts the claim beyond its interval), **inconclusive** (the interval is "
         "too wide, or the run too small, to decide). Bounds with unknown universal constants are "
         "checked by their shape (decay, exponents, contraction), never by plugging in invented "
-        "constants.",
+        "constants. Where a verdict differs by condition, its row says so (*by condition*).",
         "",
     ]
-    claims = {sid: r for sid, r in results.items() if r.kind == CLAIM}
-    notes = {sid: r for sid, r in results.items() if r.kind == NOTE}
-    out += [_count_line(claims, notes), ""]
-    out += ["| ID | claim | verdict | preset | seconds |", "|---|---|---|---|---|"]
-    out += [_row(sid, r) for sid, r in claims.items()]
+    by_paper = _by_paper(results, missing)
+    lines += [_papers_line(by_paper), ""]
+    for paper, (recs, miss) in by_paper.items():
+        lines += _paper_section(paper, recs, miss, base)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _paper_of(sid, r=None):
+    from .studies import get, ported
+
+    if r is not None:
+        return r.paper
+    return get(sid).paper if ported(sid) else "IFCA"
+
+
+def _by_paper(results, missing):
+    """``{paper: (records, missing IDs)}`` for every paper of :data:`PAPERS`, in its order."""
+    out = {p: ({}, []) for p in PAPERS}
+    for sid, r in results.items():
+        out[_paper_of(sid, r)][0][sid] = r
     for sid in missing:
-        out.append(f"| {sid} | {title(sid)} | not run | | |")
+        out[_paper_of(sid)][1].append(sid)
+    return out
+
+
+def _papers_line(by_paper) -> str:
+    """``"Papers: IFCA (12 studies), CFL (5 studies), FPFC (none checked yet)."``"""
+    parts = []
+    for paper, (recs, miss) in by_paper.items():
+        n = len(recs) + len(miss)
+        link = f"[{paper}](#{paper.lower()})" if n else paper
+        parts.append(f"{link} ({n} stud{'ies' if n != 1 else 'y'})" if n
+                     else f"{paper} (none checked yet)")
+    return "Papers: " + ", ".join(parts) + "."
+
+
+def _paper_section(paper, recs, miss, base) -> list:
+    from .studies import title
+
+    out = [f"## {paper}", "", f"Paper: {PAPERS[paper]}. " + _VERSIONS.get(paper, ""), ""]
+    if not recs and not miss:
+        return out + ["No claim of this paper is checked yet.", ""]
+    claims = {sid: r for sid, r in recs.items() if r.kind == CLAIM}
+    notes = {sid: r for sid, r in recs.items() if r.kind == NOTE}
+    conditions = any(r.scope for r in claims.values())
+    out += [_count_line(claims, notes), ""]
+    out += _table_head("claim", "verdict", conditions)
+    out += [_row(sid, r, conditions) for sid, r in claims.items()]
+    for sid in miss:
+        out.append(f"| {sid} | {title(sid)} | not run | " + ("| " if conditions else "") + "| |")
     out.append("")
     if notes:
         out += [
@@ -139,19 +187,23 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
             f"interval excludes no change) or **{UNDETERMINED}** (neither: too few trials to tell). "
             "They are not counted among the verdicts above.",
             "",
-            "| ID | note | outcome | preset | seconds |",
-            "|---|---|---|---|---|",
         ]
-        out += [_row(sid, r) for sid, r in notes.items()]
+        out += _table_head("note", "outcome", False)
+        out += [_row(sid, r, False) for sid, r in notes.items()]
         out.append("")
     for sid, r in claims.items():
-        out += _section(sid, r, base, "##")
+        out += _section(sid, r, base, "###")
     if notes:
-        out += ["## Reproducibility notes", "",
+        out += [f"### Reproducibility notes ({paper})", "",
                 "Not claims of the paper; their outcomes are not verdicts (see above).", ""]
         for sid, r in notes.items():
-            out += _section(sid, r, base, "###")
-    return "\n".join(out).rstrip() + "\n"
+            out += _section(sid, r, base, "####")
+    return out
+
+
+def _table_head(what, verdict, conditions) -> list:
+    cols = ["ID", what, verdict] + (["by condition"] if conditions else []) + ["preset", "seconds"]
+    return ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
 
 
 def _count_line(claims, notes) -> str:
@@ -167,11 +219,13 @@ def _count_line(claims, notes) -> str:
     return line
 
 
-def _row(sid, r) -> str:
+def _row(sid, r, conditions=False) -> str:
     from .studies import title
 
     secs = f"{r.seconds:.0f}" + (" (resumed)" if r.units_resumed else "")
-    return f"| [{sid}](#{sid.lower()}) | {title(sid)} | **{r.verdict}** | {r.preset} | {secs} |"
+    scope = f" {_fmt_cell(r.scope)} |" if conditions else ""
+    return (f"| [{sid}](#{sid.lower()}) | {title(sid)} | **{r.verdict}** |{scope} {r.preset} | "
+            f"{secs} |")
 
 
 def _section(sid, r, base, level) -> list:
@@ -183,7 +237,7 @@ def _section(sid, r, base, level) -> list:
         "",
         f"*{claim}* ({r.location}): {r.claim}",
         "",
-        f"*{verdict}*: **{r.verdict}**",
+        f"*{verdict}*: **{r.verdict}**" + (f" (by condition: {r.scope})" if r.scope else ""),
         "",
         f"*Command*: `{r.command}` (preset `{r.preset}`, seed {r.seed}, {r.seconds:.0f} s"
         + (f"; {r.units_resumed} of {r.units_computed + r.units_resumed} units resumed from "

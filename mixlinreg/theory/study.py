@@ -71,7 +71,7 @@ __all__ = ["Study", "Verdict", "Decision", "MissingInput", "figure2_store", "run
            "sensitivity_line", "StudyResult", "Context", "combine", "combine_outcomes",
            "canonical_preset", "VERDICTS", "HOLDS", "CAVEAT", "NOT_SUPPORTED",
            "INCONCLUSIVE", "CLAIM", "NOTE", "KINDS", "SAME", "DIFFER", "UNDETERMINED",
-           "NOTE_OUTCOMES", "FORMER_PRESETS", "PRESETS"]
+           "NOTE_OUTCOMES", "FORMER_PRESETS", "PRESETS", "PAPERS"]
 
 VERDICTS = (HOLDS, CAVEAT, NOT_SUPPORTED, INCONCLUSIVE)
 
@@ -83,6 +83,19 @@ SAME = "same results"  # every paired interval inside the stated margin
 DIFFER = "results differ"  # some paired interval excludes no change
 UNDETERMINED = "undetermined"  # neither: too few trials to tell
 NOTE_OUTCOMES = (SAME, DIFFER, UNDETERMINED)
+
+#: The papers whose claims are checked: the record's ``paper`` field names one; each gets a section
+#: of ``paper_checks.md`` (in this order) with the full reference.
+PAPERS = {
+    "IFCA": ("Ghosh, Chung, Yin, Ramchandran, *An Efficient Framework for Clustered Federated "
+             "Learning*, in two versions whose numbering differs: the long (arXiv) version and the "
+             "conference (NeurIPS 2020) version"),
+    "CFL": ("Sattler, Müller, Samek, *Clustered Federated Learning* (the short workshop version: "
+            "eq. (1)-(7), Algorithms 1-2, Figures 1-3; the long version is IEEE TNNLS 2021, "
+            "arXiv 1910.01991)"),
+    "FPFC": ("Yu, Liu, Sun, Wang, *Clustered Federated Learning for Heterogeneous Data* "
+             "(AAAI 2023 student abstract)"),
+}
 
 #: former preset names, read as their new ones (records made with them: see report.migrate_records)
 FORMER_PRESETS = {"full": "paper"}
@@ -171,6 +184,12 @@ class StudyResult:
     kind : {"claim", "note"}
         A claim of the paper, or a reproducibility note (not a claim of the paper: ``claim`` then
         holds the question it answers). ``paper_checks.md`` counts verdicts over claims only.
+    paper : {"IFCA", "CFL", "FPFC"}
+        The paper whose claim it checks (:data:`PAPERS`); ``paper_checks.md`` has a section and a
+        verdict table per paper. Records written before the field existed are IFCA's.
+    scope : str
+        Where the verdict differs by condition, one line saying so (computed from the
+        measurement), shown in the verdict table's row; empty otherwise.
     """
 
     id: str
@@ -190,10 +209,14 @@ class StudyResult:
     units_computed: int = 0
     units_resumed: int = 0
     kind: str = CLAIM
+    paper: str = "IFCA"
+    scope: str = ""
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+        if self.paper not in PAPERS:
+            raise ValueError(f"paper must be one of {tuple(PAPERS)}, got {self.paper!r}")
         allowed = VERDICTS if self.kind == CLAIM else NOTE_OUTCOMES
         if self.verdict not in allowed:
             what = "verdict" if self.kind == CLAIM else "a note's outcome"
@@ -424,6 +447,9 @@ class Verdict:
     caveats : list of str
     sensitivity : list of str
         The verdict at neighbouring values of each threshold or margin (see :func:`sensitivity_line`).
+    scope : str
+        Where the verdict differs by condition, one line saying so, made from the numbers
+        (``"holds for ...; not supported when ..."``): the report shows it in the table's row.
     tables : dict
         Extra tables to write, ``{suffix: DataFrame}`` (``"_factors.csv"`` ->
         ``<out>/<ID>_<preset>_factors.csv``); the suffix ``".csv"`` replaces the units' rows as the
@@ -436,6 +462,7 @@ class Verdict:
     caveats: list = field(default_factory=list)
     sensitivity: list = field(default_factory=list)
     tables: dict = field(default_factory=dict)
+    scope: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS + NOTE_OUTCOMES:  # the record checks it against its kind
@@ -483,9 +510,14 @@ class Study:
     #: config's thresholds and, for the sensitivity lines, at neighbouring ones); unit-tested on
     #: made-up measurements at and around its thresholds
     decide: Callable | None = None
+    #: the paper whose claim it checks, one of :data:`PAPERS`
+    paper: str = "IFCA"
 
     def __post_init__(self):
         plain_name("study ID", self.id)
+        if self.paper not in PAPERS:
+            raise ValueError(f"study {self.id}: paper must be one of {tuple(PAPERS)}, got "
+                             f"{self.paper!r}")
         if isinstance(self.order, bool) or not isinstance(self.order, int):
             raise ValueError(f"study {self.id}: order must be an integer, got {self.order!r}")
         if self.kind not in KINDS:
@@ -614,7 +646,8 @@ def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, sch
         return ctx.result(title=study.title, claim=study.claim, location=study.location,
                           verdict=INCONCLUSIVE if study.kind == CLAIM else UNDETERMINED,
                           summary=f"No results to read: {exc}", kind=study.kind,
-                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[])
+                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[],
+                          paper=study.paper)
     rows, s = runner.run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                          progress=progress, desc=f"{study.id}/{preset}")
     ctx.units_computed = s["units_run"] + sum(i.get("shared_computed", 0) for i in s["infos"])
@@ -631,4 +664,5 @@ def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, sch
     caveats = list(v.caveats) + [f"Sensitivity: {line}" for line in v.sensitivity]
     return ctx.result(title=study.title, claim=study.claim, location=study.location,
                       verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=caveats,
-                      table=table_path, figure=fig_path, kind=study.kind)
+                      table=table_path, figure=fig_path, kind=study.kind, paper=study.paper,
+                      scope=v.scope)

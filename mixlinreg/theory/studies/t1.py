@@ -491,9 +491,11 @@ def analyze(table, params, rng):
             "detail": f"misclassified at t=0: {r.mis_measured:.3g} (Lemma 1 exact "
                       f"{r.mis_exact:.3g}); ||T2||/e0 = {r.t2_over_e0:.3g}",
             "verdict": "info"} for r in ms.itertuples()])
+    scope = "; ".join(f"{s}: {v}" for s, v in decision.numbers["scopes"].items())
     return Verdict(decision.verdict, numbers, _summary(p, mg, configs, f, points, decision, cfg,
                                                        ms),
-                   caveats=caveats, sensitivity=sens, tables=tables)
+                   caveats=caveats, sensitivity=sens, tables=tables,
+                   scope=scope if len(set(decision.numbers["scopes"].values())) > 1 else "")
 
 
 def _summary(p, mg, configs, f, points, decision, cfg, ms):
