@@ -64,43 +64,57 @@ html_extra_path = [str(ROOT / "paper_checks.md")]
 html_title = "mixlinreg"
 
 
-def _report_table(header):
-    """The rows of the paper_checks.md table whose header row is ``header``."""
+def _report_tables():
+    """Every summary table of paper_checks.md as ``(paper, header cells, rows of cells)``: one
+    verdict table per paper, and a notes table where a paper has reproducibility notes."""
     lines = (ROOT / "paper_checks.md").read_text(encoding="utf-8").splitlines()
-    if header not in lines:
-        return []
-    rows = []
-    for line in lines[lines.index(header) + 2:]:
-        m = re.match(r"\| \[(\w+)\]\(#\w+\) \| (.*?) \| \*\*(.*?)\*\* \| (\w+) \| (.*?) \|$", line)
-        if not m:
-            break
-        rows.append(m.groups())
-    return rows
+    tables, paper = [], None
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            paper = line[3:].strip()
+        if line.startswith("| ID | "):
+            head = [c.strip() for c in line.strip("|").split(" | ")]
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.startswith("| "):
+                    break
+                rows.append([c.strip() for c in row.strip().strip("|").split(" | ")])
+            tables.append((paper, head, rows))
+    return tables
 
 
-def _verdict_table(header, columns, name, required):
-    """Write ``_generated/<name>.rst`` from a paper_checks.md summary table (never retyped):
-    the claims' verdicts, or the reproducibility notes' outcomes."""
-    rows = _report_table(header)
-    if required and not rows:
-        raise RuntimeError(f"paper_checks.md has no table {header!r}")
-    out = [".. list-table::", "   :header-rows: 1", "   :widths: 8 52 20 10 10", ""]
-    out += ["   * - " + columns[0]] + [f"     - {c}" for c in columns[1:]]
-    for sid, claim, verdict, preset, secs in rows:
-        out += [f"   * - `{sid} <paper_checks.md#{sid.lower()}>`__", f"     - {claim}",
-                f"     - **{verdict}**", f"     - {preset}", f"     - {secs}"]
-    if not rows:
-        out = ["(none in this report)"]
+def _cell(text):
+    """A paper_checks.md cell as reStructuredText: its links into the report, its bold."""
+    m = re.fullmatch(r"\[(\w+)\]\(#(\w+)\)", text)
+    if m:
+        return f"`{m.group(1)} <paper_checks.md#{m.group(2)}>`__"
+    return text.replace("\\|", "|") or " "
+
+
+def _verdict_tables():
+    """Write ``_generated/verdicts.rst`` (the claims' tables, one per paper) and
+    ``_generated/notes.rst`` (the notes' tables) from paper_checks.md (never retyped)."""
+    tables = _report_tables()
+    if not any(head[1] == "claim" for _, head, _ in tables):
+        raise RuntimeError("paper_checks.md has no verdict table")
     gen = DOCS / "_generated"
     gen.mkdir(exist_ok=True)
-    target = gen / f"{name}.rst"
-    new = "\n".join(out) + "\n"
-    if not target.is_file() or target.read_text(encoding="utf-8") != new:
-        target.write_text(new, encoding="utf-8")
+    for name, kind in (("verdicts", "claim"), ("notes", "note")):
+        out = []
+        for paper, head, rows in tables:
+            if head[1] != kind or not rows:
+                continue
+            widths = " ".join(["8", "40", "18"] + (["24"] if len(head) == 6 else []) + ["5", "5"])
+            out += [f"**{paper}**", "", ".. list-table::", "   :header-rows: 1",
+                    f"   :widths: {widths}", ""]
+            for cells in [head] + rows:
+                out += [f"   * - {_cell(cells[0])}"] + [f"     - {_cell(c)}" for c in cells[1:]]
+            out.append("")
+        new = "\n".join(out or ["(none in this report)"]) + "\n"
+        target = gen / f"{name}.rst"
+        if not target.is_file() or target.read_text(encoding="utf-8") != new:
+            target.write_text(new, encoding="utf-8")
 
 
-_verdict_table("| ID | claim | verdict | preset | seconds |",
-               ["ID", "claim", "verdict", "preset", "seconds"], "verdicts", required=True)
-_verdict_table("| ID | note | outcome | preset | seconds |",
-               ["ID", "note", "outcome", "preset", "seconds"], "notes", required=False)
+_verdict_tables()
 exclude_patterns.append("_generated")
