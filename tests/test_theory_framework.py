@@ -368,3 +368,22 @@ def test_report_keeps_notes_apart_from_the_verdicts(tmp_path):
     section = notes.split("### D1", 1)[1]
     assert "*Question* (" in section and "*Outcome*: **results differ**" in section
     assert "*Verdict*" not in section
+
+
+def test_cli_check_list_and_paper(tmp_path, capsys):
+    """--list names every study with its paper; --paper picks one paper's studies; a bad --paper,
+    or --paper with IDs, is refused before anything is written."""
+    from mixlinreg.theory.studies import get, ids
+
+    assert main(["check", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(ids())
+    assert all(line.split()[1] == get(line.split()[0]).paper for line in listed)
+    out = tmp_path / "o"
+    assert main(["check", "--paper", "XY", "--out", str(out)]) == 2
+    assert "--paper must be one of" in capsys.readouterr().err
+    assert main(["check", "--paper", "IFCA", "L1", "--out", str(out)]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["check", "--paper", "IFCA", "--list"]) == 0
+    assert {line.split()[1] for line in capsys.readouterr().out.splitlines()} == {"IFCA"}
