@@ -187,3 +187,78 @@ def test_validation_types_and_shapes():
 def test_docstring_example():
     result = doctest.testmod(fpfc_mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# FPFC-l1 (the convex penalty) and the losses of mixlinreg.losses
+
+
+def test_l1_threshold_is_the_group_soft_threshold_minimizer():
+    t = np.linspace(0.0, 3.0, 61)
+    lam, rho = 0.4, 1.3
+    s = fpfc_mod._threshold(t, lam, 3.7, 0.01, rho, "l1")
+    grid = np.linspace(0.0, 3.5, 70001)
+    for ti, si in zip(t, s):
+        obj = lam * grid + 0.5 * rho * (grid - ti) ** 2
+        assert abs(si - grid[np.argmin(obj)]) < 1e-4
+    assert_allclose(fpfc_mod._penalty_value(t, lam, 3.7, 0.01, "l1"), lam * t)
+
+
+def test_l1_fuses_everything_at_a_large_lam_and_nothing_at_zero():
+    mix = _mix(10, 2, 3)
+    one = fpfc(mix.X, mix.y, penalty="l1", lam=50.0, n_rounds=400)
+    assert one.extra["n_clusters"] == 1
+    none = fpfc(mix.X, mix.y, penalty="l1", lam=0.0, n_rounds=200, nu=1e-6)
+    assert none.extra["n_clusters"] == 10
+    # l1 takes any rho > 0 (SCAD needs rho > 1 / (a - 1)); xi >= lam is allowed (unused)
+    fpfc(mix.X, mix.y, penalty="l1", rho=0.1, xi=1.0, lam=0.5, n_rounds=2)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "huber", "multinomial"])
+def test_lam_zero_fits_each_machine_for_every_loss(loss):
+    """With no fusion each machine converges to the minimizer of its own f_i (gradient ~ 0)."""
+    from mixlinreg.baselines._common import loss_gradient
+
+    rng = np.random.default_rng(4)
+    m, n, d, C = 5, 40, 3, 3
+    X = rng.standard_normal((m, n, d))
+    kw = {"l2": 0.1}
+    if loss == "multinomial":
+        y = rng.integers(0, C, (m, n)).astype(float)
+        kw["n_classes"] = C
+        shape = (d, C)
+    else:
+        y = (rng.random((m, n)) < 0.5).astype(float) if loss == "logistic" \
+            else rng.standard_normal((m, n))
+        shape = (d,)
+    res = fpfc(X, y, lam=0.0, n_rounds=300, loss=loss, **kw)
+    assert res.extra["omega"].shape == (m,) + shape
+    assert res.theta.shape[1:] == shape
+    g = loss_gradient(X, y, 0.1, loss, 1.0, shape)(np.arange(m), res.extra["omega"].reshape(m, -1))
+    assert np.abs(g).max() < 1e-8
+
+
+def test_multinomial_fpfc_finds_permuted_label_clusters():
+    rng = np.random.default_rng(0)
+    m, n, d, C = 10, 150, 4, 3
+    W = 3.0 * rng.standard_normal((d, C))
+    X = rng.standard_normal((m, n, d))
+    y = np.argmax(X @ W + rng.gumbel(size=(m, n, C)), axis=-1)
+    truth = np.repeat([0, 1], m // 2)
+    y[truth == 1] = np.array([1, 2, 0])[y[truth == 1]]
+    res = fpfc(X, y.astype(float), loss="multinomial", n_classes=C, lam=0.3, xi=0.01, nu=0.15,
+               n_rounds=300, l2=1e-3)
+    assert res.extra["n_clusters"] == 2
+    assert mlr.metrics.adjusted_rand(truth, res.labels) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"penalty": "mcp"}, "penalty"),
+    ({"loss": "multinomial"}, "n_classes"),
+    ({"n_classes": 3}, "only for loss='multinomial'"),
+    ({"loss": "huber", "huber_delta": -1.0}, "huber_delta"),
+])
+def test_validation_of_the_new_options(kwargs, match):
+    mix = _mix(6, 2, 0)
+    with pytest.raises(ValueError, match=match):
+        fpfc(mix.X, mix.y, **kwargs)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numerics
-from .._validation import check_array, check_choice, check_float, check_int
-from ..losses import CODES, derivative_array, multinomial_derivative
-from ._common import check_data, check_l2
+from .._validation import check_choice, check_float, check_int
+from ._common import LOSSES, check_data, check_l2, loss_gradient, model_start
 from ._result import BaselineResult
 
 __all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
@@ -204,7 +203,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     l2 = check_l2(l2)
     huber_delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
     m, n, d = X.shape
-    theta0, shape = _start(init, n_classes, loss, y, d)
+    theta0, shape = model_start(init, n_classes, loss, y, d)
     lr = check_float("lr", lr, low=0.0, low_open=True)
     eps1 = check_float("eps1", eps1, low=0.0, low_open=True)
     eps2 = check_float("eps2", eps2, low=0.0, low_open=True)
@@ -215,7 +214,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
 
     grad = (_squared_gradient(X, y, l2) if loss == "squared"
-            else _loss_gradient(X, y, l2, loss, huber_delta, shape))
+            else loss_gradient(X, y, l2, loss, huber_delta, shape))
     d = theta0.size  # numbers per model (d C for the multinomial loss): models travel flat
     # active groups: (tree id, global machine indices, model)
     active = [(0, np.arange(m, dtype=np.int64), theta0.copy())]
@@ -265,66 +264,6 @@ def _snapshot(active, final, shape):
         model.flags.writeable = machines.flags.writeable = False
         out.append((node, machines, model))
     return out
-
-
-#: the losses :func:`cfl` takes
-LOSSES = ("squared", "logistic", "huber", "multinomial")
-
-
-def _start(init, n_classes, loss, y, d):
-    """The starting model as a flat vector, the models' shape (``(d,)`` or ``(d, C)``), with the
-    labels ``y`` checked against the loss."""
-    if loss == "multinomial":
-        if init is None and n_classes is None:
-            raise ValueError("loss='multinomial' needs n_classes (an integer >= 2) or an init of "
-                             "shape (d, C), got neither")
-        C = None if n_classes is None else check_int("n_classes", n_classes, low=2)
-        if init is not None:
-            W = check_array("init", init, dtype=np.float64)
-            if W.ndim != 2 or W.shape[0] != d or W.shape[1] < 2 or (C is not None
-                                                                     and W.shape[1] != C):
-                want = f"({d}, {C})" if C is not None else f"({d}, C) with C >= 2"
-                raise ValueError(f"init must have shape {want} for loss='multinomial', got "
-                                 f"{W.shape}")
-            C = W.shape[1]
-        shape = (d, C)
-        bad = (y != np.round(y)) | (y < 0) | (y > C - 1)
-        if bad.any():
-            raise ValueError(f"y must hold class labels, integers in [0, {C - 1}], for "
-                             f"loss='multinomial' with C = {C} classes; got {float(y[bad][0])!r}")
-    else:
-        if n_classes is not None:
-            raise ValueError(f"n_classes is only for loss='multinomial', got n_classes="
-                             f"{n_classes!r} with loss={loss!r}")
-        shape = (d,)
-        if loss == "logistic" and (y.min() < 0 or y.max() > 1):
-            raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or "
-                             f"probabilities), got values in [{float(y.min())!r}, {float(y.max())!r}]")
-    theta0 = (np.zeros(shape) if init is None
-              else check_array("init", init, shape=shape, dtype=np.float64))
-    return theta0.reshape(-1).copy(), shape
-
-
-def _loss_gradient(X, y, l2, loss, delta, shape):
-    """``grad(idx, T)`` for a loss of :mod:`mixlinreg.losses`: ``(1/n) X_i^T ell'(X_i t, y_i) +
-    l2 t`` per machine, models ``T`` as flat rows (a d x C matrix for the multinomial loss)."""
-    n = X.shape[1]
-    code = CODES.get(loss)
-
-    def grad(idx, T):
-        Xi, Ti = X[idx], T.reshape((len(idx),) + shape)
-        if loss == "multinomial":
-            D = multinomial_derivative(np.einsum("ind,idc->inc", Xi, Ti), y[idx])
-            G = np.einsum("ind,inc->idc", Xi, D) / n
-        else:
-            D = derivative_array(np.einsum("ind,id->in", Xi, Ti), y[idx], code, delta)
-            G = np.einsum("ind,in->id", Xi, D) / n
-        G = G.reshape(len(idx), -1)
-        if l2 != 0.0:
-            G += l2 * T
-        return G
-
-    return grad
 
 
 def _squared_gradient(X, y, l2):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array, check_choice, check_float
+from .._validation import check_array, check_choice, check_float, check_int
+from ..losses import CODES, derivative_array, multinomial_derivative
 
 #: The only loss the closed-form baselines support.
 _LOSSES = ("squared",)
@@ -23,6 +24,79 @@ def check_data(X, y):
 def check_loss(loss):
     """Only ``"squared"``: the baselines solve least squares in closed form."""
     return check_choice("loss", loss, _LOSSES)
+
+
+#: the losses of the iterative baselines (:func:`cfl`, :func:`fpfc`)
+LOSSES = ("squared", "logistic", "huber", "multinomial")
+
+
+def model_start(init, n_classes, loss, y, d):
+    """The starting model as a flat vector, the models' shape (``(d,)`` or ``(d, C)``), with the
+    labels ``y`` checked against the loss."""
+    if loss == "multinomial":
+        if init is None and n_classes is None:
+            raise ValueError("loss='multinomial' needs n_classes (an integer >= 2) or an init of "
+                             "shape (d, C), got neither")
+        C = None if n_classes is None else check_int("n_classes", n_classes, low=2)
+        if init is not None:
+            W = check_array("init", init, dtype=np.float64)
+            if W.ndim != 2 or W.shape[0] != d or W.shape[1] < 2 or (C is not None
+                                                                     and W.shape[1] != C):
+                want = f"({d}, {C})" if C is not None else f"({d}, C) with C >= 2"
+                raise ValueError(f"init must have shape {want} for loss='multinomial', got "
+                                 f"{W.shape}")
+            C = W.shape[1]
+        shape = (d, C)
+        bad = (y != np.round(y)) | (y < 0) | (y > C - 1)
+        if bad.any():
+            raise ValueError(f"y must hold class labels, integers in [0, {C - 1}], for "
+                             f"loss='multinomial' with C = {C} classes; got {float(y[bad][0])!r}")
+    else:
+        if n_classes is not None:
+            raise ValueError(f"n_classes is only for loss='multinomial', got n_classes="
+                             f"{n_classes!r} with loss={loss!r}")
+        shape = (d,)
+        if loss == "logistic" and (y.min() < 0 or y.max() > 1):
+            raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or "
+                             f"probabilities), got values in [{float(y.min())!r}, {float(y.max())!r}]")
+    theta0 = (np.zeros(shape) if init is None
+              else check_array("init", init, shape=shape, dtype=np.float64))
+    return theta0.reshape(-1).copy(), shape
+
+
+def loss_gradient(X, y, l2, loss, delta, shape):
+    """``grad(idx, T)`` for a loss of :mod:`mixlinreg.losses`: ``(1/n) X_i^T ell'(X_i t, y_i) +
+    l2 t`` per machine, models ``T`` as flat rows (a d x C matrix for the multinomial loss)."""
+    n = X.shape[1]
+    code = CODES.get(loss)
+
+    def grad(idx, T):
+        Xi, Ti = X[idx], T.reshape((len(idx),) + shape)
+        if loss == "multinomial":
+            D = multinomial_derivative(np.einsum("ind,idc->inc", Xi, Ti), y[idx])
+            G = np.einsum("ind,inc->idc", Xi, D) / n
+        else:
+            D = derivative_array(np.einsum("ind,id->in", Xi, Ti), y[idx], code, delta)
+            G = np.einsum("ind,in->id", Xi, D) / n
+        G = G.reshape(len(idx), -1)
+        if l2 != 0.0:
+            G += l2 * T
+        return G
+
+    return grad
+
+
+#: ``L_f / (max_i ||X_i||_2^2 / n)``: the largest second derivative of each loss in the prediction
+#: (the softmax Hessian ``diag(p) - p p^T`` has eigenvalues at most 1/2)
+CURVATURE = {"squared": 2.0, "logistic": 0.25, "huber": 1.0, "multinomial": 0.5}
+
+
+def smoothness(X, loss, l2):
+    """``L_f``: a smoothness constant of every ``f_i`` (``CURVATURE[loss] lambda_max(X_i^T X_i) /
+    n + l2``, the largest over machines)."""
+    n = X.shape[1]
+    return CURVATURE[loss] / n * max(float(np.linalg.norm(X[i], 2)) ** 2
+                                     for i in range(X.shape[0])) + l2
 
 
 def check_l2(l2):

@@ -1,4 +1,4 @@
-"""FPFC: fusion penalized federated clustering (Yu, Liu, Sun, Wang, AAAI 2023), squared loss."""
+"""FPFC: fusion penalized federated clustering (Yu, Liu, Sun, Wang, AAAI 2023), SCAD or l1."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from .. import _numerics
-from .._validation import as_generator, check_float, check_int
-from ..losses import LOSSES
-from ._common import check_data, check_l2, check_loss
+from .._validation import as_generator, check_choice, check_float, check_int
+from ..losses import LOSSES, multinomial_value
+from ._common import LOSSES as LOSS_NAMES
+from ._common import check_data, check_l2, loss_gradient, model_start, smoothness
 from ._result import BaselineResult
 
 __all__ = ["fpfc"]
@@ -60,6 +61,22 @@ def _scad_threshold(t, lam, a, xi, rho):
                              np.where(t <= a * lam, s_scad, t)))
 
 
+def _threshold(t, lam, a, xi, rho, penalty):
+    """The radial part of the theta step for ``penalty``: :func:`_scad_threshold` (``"scad"``), or
+    group soft thresholding ``max(t - lam / rho, 0)``, the exact minimizer of
+    ``lam s + (rho / 2) (s - t)^2`` over ``s >= 0`` (``"l1"``, the convex penalty of FPFC-l1)."""
+    if penalty == "l1":
+        return np.maximum(np.asarray(t, dtype=np.float64) - lam / rho, 0.0)
+    return _scad_threshold(t, lam, a, xi, rho)
+
+
+def _penalty_value(t, lam, a, xi, penalty):
+    """``g(t, lam)``: the smoothed SCAD (``"scad"``) or ``lam t`` (``"l1"``)."""
+    if penalty == "l1":
+        return lam * np.abs(np.asarray(t, dtype=np.float64))
+    return _scad_smooth(t, lam, a, xi)
+
+
 def _pair_index(m):
     """Pairs ``i < j`` in row-major order: ``I``, ``J`` (P,) and the signed incidence matrix
     ``D`` (P, m) with ``D[p, I[p]] = 1``, ``D[p, J[p]] = -1``, so
@@ -73,29 +90,27 @@ def _pair_index(m):
     return I.astype(np.int64), J.astype(np.int64), D
 
 
-_SQUARED = LOSSES["squared"]
-
-
-def _grad(X, y, omega, l2):
-    """Gradients of ``f_i(w) = (1/n) ||X_i w - y_i||^2 + (l2/2) ||w||^2`` at ``omega`` (rows)."""
-    n = y.shape[1]
+def _loss_values(X, y, omega, loss, delta, shape):
+    """``(1/n) sum_t ell`` of every machine at its model (rows of ``omega``), without the ridge."""
+    if loss == "multinomial":
+        Z = np.einsum("ind,idc->inc", X, omega.reshape((-1,) + shape))
+        return np.mean(multinomial_value(Z, y), axis=1)
     z = np.einsum("ind,id->in", X, omega)
-    g = (1.0 / n) * np.einsum("ind,in->id", X, _SQUARED.derivative(z, y))
-    if l2 != 0.0:
-        g += l2 * omega
-    return g
+    return np.mean(LOSSES[loss].value(z, y, delta=delta), axis=1)
 
 
-def _objective(X, y, omega, D, lam, a, xi, l2):
-    """``F(omega) = sum_i f_i(omega_i) + (1/m) sum_{i<j} P~_a(||omega_i - omega_j||, lam)``."""
+def _objective(X, y, omega, D, pen, l2, loss_spec):
+    """``F(omega) = sum_i f_i(omega_i) + (1/m) sum_{i<j} g(||omega_i - omega_j||, lam)``."""
+    lam, a, xi, penalty = pen
     m = X.shape[0]
-    f = np.mean(_SQUARED.value(np.einsum("ind,id->in", X, omega), y), axis=1)
+    f = _loss_values(X, y, omega, *loss_spec)
     if l2 != 0.0:
         f += 0.5 * l2 * np.sum(omega * omega, axis=1)
-    pen = 0.0
+    total = 0.0
     if lam > 0.0 and m > 1:
-        pen = float(np.sum(_scad_smooth(np.linalg.norm(D @ omega, axis=1), lam, a, xi))) / m
-    return float(np.sum(f)) + pen
+        total = float(np.sum(_penalty_value(np.linalg.norm(D @ omega, axis=1), lam, a, xi,
+                                            penalty))) / m
+    return float(np.sum(f)) + total
 
 
 def _clusters(m, I, J, theta_pairs, nu):
@@ -110,7 +125,8 @@ def _clusters(m, I, J, theta_pairs, nu):
 
 
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
-         nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7):
+         nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
+         penalty="scad", huber_delta=1.0, n_classes=None):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -118,8 +134,12 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
 
     ``F(omega) = sum_i f_i(omega_i) + (1 / 2m) sum_{i, j} P~_a(||omega_i - omega_j||, lam)``,
 
-    ``f_i(w) = (1/n) ||X_i w - y_i||^2 + (l2/2) ||w||^2``, with the SCAD penalty ``P_a`` (Fan and
-    Li 2001, ``a > 2``) smoothed by a quadratic below ``xi`` (``P~_a``, see ``_scad_smooth``). With
+    ``f_i(w) = (1/n) sum_t ell(<x_it, w>, y_it) + (l2/2) ||w||^2`` (``loss="squared"``:
+    ``(1/n) ||X_i w - y_i||^2 + (l2/2) ||w||^2``; the logistic, Huber and multinomial losses of
+    :mod:`mixlinreg.losses` as in :func:`cfl`, a model being a d x C matrix for the last), with
+    the SCAD penalty ``P_a`` (Fan and Li 2001, ``a > 2``) smoothed by a quadratic below ``xi``
+    (``P~_a``, see ``_scad_smooth``), or with ``penalty="l1"`` the convex ``g(t) = lam t`` of the
+    paper's FPFC-l1 variant (its theta step is group soft thresholding; ``a`` and ``xi`` unused). With
     pair variables ``theta_ij = omega_i - omega_j`` and duals ``v_ij`` (stored for ``i < j`` only;
     ``theta_ji = -theta_ij``, ``v_ji = -v_ij``) each round of the paper's Algorithm 1 is:
 
@@ -167,11 +187,12 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     xi : float, default 0.01
         Smoothing width, ``0 < xi < lam`` (any ``xi > 0`` when ``lam = 0``).
     rho : float, default 1.0
-        Augmented Lagrangian parameter, ``> 1 / (a - 1)`` (then the theta step's closed form is
-        the exact minimizer).
+        Augmented Lagrangian parameter, ``> 1 / (a - 1)`` for SCAD (then the theta step's closed
+        form is the exact minimizer), ``> 0`` for l1.
     lr : float or None, default None
         Local step size ``alpha > 0``. ``None``: ``1 / (L_f + 2 rho)`` with ``L_f`` the largest
-        smoothness constant ``2 lambda_max(X_i^T X_i) / n + l2`` over machines (the paper's bound
+        smoothness constant ``c lambda_max(X_i^T X_i) / n + l2`` over machines (``c`` = 2, 1/4, 1,
+        1/2 for the squared, logistic, Huber, multinomial loss; the paper's bound
         ``alpha <= 1 / (L_f + 2 rho - L_-)`` with ``L_- = 0`` for a convex loss).
     local_steps : int, default 5
         Local gradient steps ``T_i``, ``>= 1``.
@@ -185,20 +206,30 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         Randomness of the participant draws (unused when every machine participates).
     l2 : float, default 0
         Ridge coefficient in ``f_i``, ``>= 0``.
-    loss : {"squared"}
-        Only the squared loss.
+    loss : {"squared", "logistic", "huber", "multinomial"}
+        The per-sample loss; ``"logistic"`` needs ``y`` in [0, 1], ``"multinomial"`` class labels
+        and ``n_classes``.
     max_pair_floats : float, default 5e7
-        Largest allowed ``P d`` (memory guard, ``5e7`` float64 is 400 MB per pair array).
+        Largest allowed ``P p`` (``p = d``, or ``d C`` numbers per model; memory guard, ``5e7``
+        float64 is 400 MB per pair array).
+    penalty : {"scad", "l1"}, default "scad"
+        The fusion penalty: the smoothed SCAD of FPFC, or the convex ``lam ||omega_i - omega_j||``
+        of FPFC-l1.
+    huber_delta : float, default 1.0
+        Threshold of the Huber loss, ``> 0``.
+    n_classes : int, optional
+        ``C >= 2`` classes of ``loss="multinomial"`` (required there, refused otherwise).
 
     Returns
     -------
     BaselineResult
-        ``theta`` (L, d) the cluster models, ``L`` the number of clusters found; ``labels`` (m,)
+        ``theta`` (L, d) (``(L, d, C)`` for the multinomial loss) the cluster models, ``L`` the
+        number of clusters found; ``labels`` (m,)
         each machine's cluster; ``n_rounds`` the rounds performed; ``floats_sent_per_machine =
         2 d n_rounds`` (``zeta_i`` down and ``omega_i`` up each round; a machine that sits out a
         round sends nothing, so with partial participation this is an upper bound, the mean over
-        machines is ``extra["floats_sent_mean"]``). ``extra``: ``"omega"`` (m, d) the final
-        machine models; ``"n_clusters"`` (int); ``"history"`` (n_rounds,) the primal residual
+        machines is ``extra["floats_sent_mean"]``; ``d C`` in place of ``d`` for the multinomial
+        loss). ``extra``: ``"omega"`` (m, d) (or (m, d, C)) the final machine models; ``"n_clusters"`` (int); ``"history"`` (n_rounds,) the primal residual
         ``sqrt(mean_{i<j} ||omega_i - omega_j - theta_ij||^2)`` after each round;
         ``"objective"`` (n_rounds,) ``F(omega)`` after each round; ``"lr"`` the step used;
         ``"floats_sent_mean"``; ``"diverged"`` (bool).
@@ -218,16 +249,18 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     (student abstract), objective, smoothed SCAD and Algorithm 1. Fan and Li, "Variable selection
     via nonconcave penalized likelihood and its oracle properties", JASA 2001 (SCAD).
     """
-    X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2) = _checked(
-        X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, loss,
-        max_pair_floats)
-    m, n, d = X.shape
+    X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape = _checked(
+        X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2,
+        (loss, penalty, huber_delta, n_classes), max_pair_floats)
+    m = X.shape[0]
+    d = int(np.prod(shape))  # numbers per model: models travel flat
     P = m * (m - 1) // 2
     gen = as_generator(rng)
     if lr is None:
-        L_f = 2.0 / n * max(float(np.linalg.norm(X[i], 2)) ** 2 for i in range(m)) + l2
-        lr = 1.0 / (L_f + 2.0 * rho)
+        lr = 1.0 / (smoothness(X, loss, l2) + 2.0 * rho)
     n_part = max(1, int(round(participation * m)))
+    grad = loss_gradient(X, y, l2, loss, huber_delta, shape)
+    pen = (lam, a, xi, penalty)
 
     I, J, D = _pair_index(m)
     # Algorithm 1, initialization: omega_1 = ... = omega_m (zero), zeta_i = omega_i, theta = v = 0
@@ -249,19 +282,18 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
                 part = np.sort(gen.choice(m, size=n_part, replace=False))
             participations += part.size
             # steps 2-4: local gradient steps on f_i(w) + (rho/2) ||w - zeta_i||^2
-            w = omega[part]
-            Xp, yp, zp = X[part], y[part], zeta[part]
+            w, zp = omega[part], zeta[part]
             for _ in range(local_steps):
-                w = w - lr * (_grad(Xp, yp, w, l2) + rho * (w - zp))
+                w = w - lr * (grad(part, w) + rho * (w - zp))
             omega[part] = w
-            diff = _fusion_step(omega, theta, v, (I, J, D), part, (lam, a, xi, rho))
+            diff = _fusion_step(omega, theta, v, (I, J, D), part, pen + (rho,))
             # last line: zeta_i = (1/m) sum_j (omega_j + theta_ij - v_ij / rho); the pair sums use
             # theta_ji = -theta_ij, v_ji = -v_ij (D^T scatters +row to i and -row to j)
             zeta = (omega.sum(axis=0)[None, :] + D.T @ (theta - v / rho)) / m
             done += 1
             primal = diff - theta
             history[k] = np.sqrt(np.mean(np.sum(primal * primal, axis=1))) if P else 0.0
-            objective[k] = _objective(X, y, omega, D, lam, a, xi, l2)
+            objective[k] = _objective(X, y, omega, D, pen, l2, (loss, huber_delta, shape))
             if (not np.all(np.isfinite(omega))
                     or np.abs(omega).max() > _numerics.DIVERGE_THRESHOLD):
                 diverged = True
@@ -273,27 +305,35 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     np.add.at(centers, labels, omega)
     centers /= np.bincount(labels, minlength=n_clusters)[:, None]
     return BaselineResult(
-        theta=centers, labels=labels, n_rounds=done,
+        theta=centers.reshape((n_clusters,) + shape), labels=labels, n_rounds=done,
         floats_sent_per_machine=float(2 * d * done),
-        extra={"omega": omega, "n_clusters": n_clusters, "history": history[:done],
+        extra={"omega": omega.reshape((m,) + shape), "n_clusters": n_clusters,
+               "history": history[:done],
                "objective": objective[:done], "lr": float(lr),
                "floats_sent_mean": float(2 * d * participations) / m, "diverged": diverged})
 
 
-def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, loss,
+def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, objective,
              max_pair_floats):
-    """:func:`fpfc`'s arguments checked (a ``ValueError`` naming the parameter otherwise)."""
+    """:func:`fpfc`'s arguments checked (a ``ValueError`` naming the parameter otherwise), and the
+    models' shape."""
+    loss, penalty, huber_delta, n_classes = objective
     X, y = check_data(X, y)
-    check_loss(loss)
+    check_choice("loss", loss, LOSS_NAMES)
+    check_choice("penalty", penalty, ("scad", "l1"))
+    check_float("huber_delta", huber_delta, low=0.0, low_open=True)
+    if loss == "multinomial" and n_classes is None:
+        raise ValueError("loss='multinomial' needs n_classes (an integer >= 2), got None")
     l2 = check_l2(l2)
     m, n, d = X.shape
+    _, shape = model_start(None, n_classes, loss, y, d)
     lam = check_float("lam", lam, low=0.0)
     a = check_float("a", a, low=2.0, low_open=True)
     xi = check_float("xi", xi, low=0.0, low_open=True)
-    if lam > 0.0 and xi >= lam:
+    if penalty == "scad" and lam > 0.0 and xi >= lam:
         raise ValueError(f"xi must be smaller than lam (0 < xi < lam), got xi={xi!r}, lam={lam!r}")
     rho = check_float("rho", rho, low=0.0, low_open=True)
-    if rho * (a - 1.0) <= 1.0:
+    if penalty == "scad" and rho * (a - 1.0) <= 1.0:
         raise ValueError(f"rho must exceed 1 / (a - 1) = {1.0 / (a - 1.0)!r} (the theta step is "
                          f"then convex), got rho={rho!r}")
     if lr is not None:
@@ -304,12 +344,12 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
     participation = check_float("participation", participation, low=0.0, high=1.0,
                                 low_open=True)
     max_pair_floats = check_float("max_pair_floats", max_pair_floats, low=0.0)
-    P = m * (m - 1) // 2
-    if P * d > max_pair_floats:
-        raise ValueError(f"FPFC stores m (m - 1) / 2 * d = {P * d} floats per pair array "
-                         f"(m={m}, d={d}), more than max_pair_floats={max_pair_floats:g}; "
-                         f"raise max_pair_floats or use fewer machines")
-    return X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2)
+    P, p = m * (m - 1) // 2, int(np.prod(shape))
+    if P * p > max_pair_floats:
+        raise ValueError(f"FPFC stores m (m - 1) / 2 * p = {P * p} floats per pair array "
+                         f"(m={m}, p={p} numbers per model), more than max_pair_floats="
+                         f"{max_pair_floats:g}; raise max_pair_floats or use fewer machines")
+    return X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape
 
 
 def _fusion_step(omega, theta, v, pairs, part, penalty):
@@ -317,7 +357,7 @@ def _fusion_step(omega, theta, v, pairs, part, penalty):
     closed-form ``theta_ij`` and the dual ``v_ij`` for the pairs touching the participants
     ``part`` (all pairs under full participation). Returns ``omega_i - omega_j`` of every pair."""
     I, J, D = pairs
-    lam, a, xi, rho = penalty
+    lam, a, xi, kind, rho = penalty
     m = omega.shape[0]
     diff = D @ omega  # omega_i - omega_j for every pair i < j
     if part.size == m:
@@ -328,7 +368,7 @@ def _fusion_step(omega, theta, v, pairs, part, penalty):
         sel = np.flatnonzero(mask[I] | mask[J])
     delta = diff[sel] + v[sel] / rho
     t = np.linalg.norm(delta, axis=1)
-    s = _scad_threshold(t, lam, a, xi, rho)
+    s = _threshold(t, lam, a, xi, rho, kind)
     scale = np.divide(s, t, out=np.zeros_like(t), where=t > 0.0)
     theta[sel] = scale[:, None] * delta
     v[sel] += rho * (diff[sel] - theta[sel])
