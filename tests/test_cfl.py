@@ -274,3 +274,48 @@ def test_callback_sees_every_round_and_changes_nothing():
     assert not last[0][2].flags.writeable
     with pytest.raises(TypeError, match="callback"):
         cfl(mx.X, mx.y, callback=3)
+
+
+# --------------------------------------------------------------------------------------------------
+# machines of unequal sizes (padded arrays, n_samples)
+
+
+def _padded(loss, seed=7):
+    rng = np.random.default_rng(seed)
+    m, n, d = 6, 30, 3
+    X = rng.standard_normal((m, n, d))
+    y = (rng.random((m, n)) < 0.5).astype(float) if loss == "logistic" \
+        else rng.standard_normal((m, n))
+    counts = np.array([30, 5, 12, 30, 8, 20])
+    for i, c in enumerate(counts):  # the padding: finite garbage, to be ignored
+        X[i, c:] = 1e3
+        y[i, c:] = 1.0 if loss == "logistic" else -1e3
+    return X, y, counts
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_n_samples_one_round_is_the_size_weighted_fedavg(loss):
+    X, y, counts = _padded(loss)
+    init = np.array([0.3, -0.2, 0.1])
+    res = cfl(X, y, init=init, lr=0.2, eps1=1e-300, eps2=1e300, max_rounds=1, loss=loss,
+              n_samples=counts)
+    grads = []
+    for i, c in enumerate(counts):
+        z = X[i, :c] @ init
+        dz = 2 * (z - y[i, :c]) if loss == "squared" else 1 / (1 + np.exp(-z)) - y[i, :c]
+        grads.append(X[i, :c].T @ dz / c)
+    want = init - 0.2 * (counts / counts.sum()) @ np.array(grads)
+    assert_allclose(res.theta[0], want, rtol=1e-12, atol=1e-14)
+
+
+def test_n_samples_equal_counts_is_the_truncated_data():
+    X, y, _ = _padded("squared")
+    X, y = X.copy(), y.copy()
+    X[:, 5:], y[:, 5:] = 7.0, 7.0
+    a = cfl(X, y, n_samples=np.full(6, 5), max_rounds=50)
+    b = cfl(X[:, :5], y[:, :5], max_rounds=50)
+    assert_allclose(a.theta, b.theta, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="n_samples"):
+        cfl(X, y, n_samples=np.full(6, 31))
+    with pytest.raises(ValueError, match="n_samples"):
+        cfl(X, y, n_samples=[5] * 5)

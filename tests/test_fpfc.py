@@ -262,3 +262,26 @@ def test_validation_of_the_new_options(kwargs, match):
     mix = _mix(6, 2, 0)
     with pytest.raises(ValueError, match=match):
         fpfc(mix.X, mix.y, **kwargs)
+
+
+def test_n_samples_machines_of_unequal_sizes():
+    """lam = 0: each machine fits its own rows only (padding ignored); a cluster's model is the
+    n_i-weighted mean; equal counts equal the truncated data."""
+    from mixlinreg.baselines._common import loss_gradient, sample_weights
+
+    rng = np.random.default_rng(3)
+    m, n, d = 5, 40, 3
+    X = rng.standard_normal((m, n, d))
+    y = rng.standard_normal((m, n))
+    counts = np.array([40, 10, 25, 7, 33])
+    for i, c in enumerate(counts):
+        X[i, c:], y[i, c:] = 50.0, -50.0
+    res = fpfc(X, y, lam=0.0, n_rounds=400, nu=1e9, n_samples=counts)
+    w, _ = sample_weights(counts, m, n)
+    g = loss_gradient(X, y, 0.0, "squared", 1.0, (d,), w)(np.arange(m), res.extra["omega"])
+    assert np.abs(g).max() < 1e-8
+    assert res.extra["n_clusters"] == 1  # nu huge: one cluster, the n_i-weighted mean
+    assert_allclose(res.theta[0], counts @ res.extra["omega"] / counts.sum(), rtol=1e-12)
+    same = fpfc(X, y, n_rounds=30, n_samples=np.full(m, 7))
+    trunc = fpfc(X[:, :7], y[:, :7], n_rounds=30)
+    assert_allclose(same.extra["omega"], trunc.extra["omega"], rtol=1e-10, atol=1e-12)

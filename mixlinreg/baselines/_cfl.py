@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _numerics
 from .._validation import check_choice, check_float, check_int
-from ._common import LOSSES, check_data, check_l2, loss_gradient, model_start
+from ._common import LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights
 from ._result import BaselineResult
 
 __all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
@@ -80,7 +80,8 @@ def cosine_similarities(D):
 
 
 def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_steps=1, l2=0.0,
-        loss="squared", min_group=2, huber_delta=1.0, n_classes=None, callback=None):
+        loss="squared", min_group=2, huber_delta=1.0, n_classes=None, callback=None,
+        n_samples=None):
     r"""Clustered Federated Learning (CFL): FedAvg per group, split incongruent groups in two.
 
     Machine ``i`` has the loss ``F_i(theta) = (1/n) sum_t ell(<x_it, theta>, y_it) +
@@ -151,6 +152,11 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     n_classes : int, optional
         ``C >= 2``, the classes of ``loss="multinomial"`` (when ``init`` is not given; with
         ``init`` it must equal ``init.shape[1]``). Not allowed with the other losses.
+    n_samples : array_like of int, shape (m,), optional
+        Machines of unequal sizes: machine ``i`` uses its first ``n_samples[i]`` rows (``X``,
+        ``y`` padded to ``n`` rows; the padding must be finite and is ignored): ``F_i`` is the
+        mean over those rows and FedAvg weights the updates by ``|D_i| / |D_c|`` as in the
+        paper's Algorithm 1. Default: all ``n`` rows, equal weights.
     callback : callable, optional
         Called after every completed round as ``callback(round, groups)``, ``round`` 1-based and
         ``groups`` a list of ``(node, machines, model)``, one per group after the server step
@@ -213,8 +219,9 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
 
-    grad = (_squared_gradient(X, y, l2) if loss == "squared"
-            else loss_gradient(X, y, l2, loss, huber_delta, shape))
+    weights, counts = sample_weights(n_samples, m, n)
+    grad = (_squared_gradient(X, y, l2) if loss == "squared" and n_samples is None
+            else loss_gradient(X, y, l2, loss, huber_delta, shape, weights))
     d = theta0.size  # numbers per model (d C for the multinomial loss): models travel flat
     # active groups: (tree id, global machine indices, model)
     active = [(0, np.arange(m, dtype=np.int64), theta0.copy())]
@@ -242,7 +249,8 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
             max_norm.append(float(unorm.max()))
             n_groups.append(len(active))
             active, next_id, worst_mean = _server_step(active, delta, unorm, rounds, next_id,
-                                                       (eps1, eps2, min_group), splits, final)
+                                                       (eps1, eps2, min_group), splits, final,
+                                                       counts)
             mean_norm.append(worst_mean)
             if callback is not None:
                 callback(rounds, _snapshot(active, final, shape))
@@ -289,10 +297,11 @@ def _squared_gradient(X, y, l2):
     return grad
 
 
-def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, final):
+def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, final, counts):
     """Algorithms 1-2's server step for every active group, from this round's updates ``delta``
-    (rows in the groups' order): FedAvg, then train on, split by rule (6), or finish. Appends to
-    ``splits`` and ``final``; returns ``(new active groups, next tree id, largest mean update)``."""
+    (rows in the groups' order): FedAvg (weights ``|D_i| / |D_c|`` from the machines' sample
+    ``counts``), then train on, split by rule (6), or finish. Appends to ``splits`` and ``final``;
+    returns ``(new active groups, next tree id, largest mean update)``."""
     eps1, eps2, min_group = thresholds
     new_active = []
     worst_mean = 0.0
@@ -302,7 +311,8 @@ def _server_step(active, delta, unorm, rounds, next_id, thresholds, splits, fina
         D = delta[start:stop]
         dmax = float(unorm[start:stop].max())
         start = stop
-        mean = D.mean(axis=0)
+        sizes = counts[members]
+        mean = D.mean(axis=0) if np.all(sizes == sizes[0]) else (sizes / sizes.sum()) @ D
         mnorm = float(np.linalg.norm(mean))
         worst_mean = max(worst_mean, mnorm)
         theta = theta + mean

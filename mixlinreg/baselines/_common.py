@@ -64,20 +64,46 @@ def model_start(init, n_classes, loss, y, d):
     return theta0.reshape(-1).copy(), shape
 
 
-def loss_gradient(X, y, l2, loss, delta, shape):
+def sample_weights(n_samples, m, n):
+    """Each row's weight in its machine's mean: ``(m, n)`` with ``1 / n_i`` on the first ``n_i``
+    rows of machine ``i`` and 0 on the rest (padding), and the counts ``n_i`` (m,) as float.
+
+    ``n_samples=None``: every machine uses its ``n`` rows. Otherwise ``m`` integers in
+    ``[1, n]`` (a ``ValueError`` naming ``n_samples`` otherwise): machines with fewer rows than
+    others are given as arrays padded to ``n`` rows, the padding ignored.
+
+    >>> w, counts = sample_weights([1, 2], 2, 2)
+    >>> w.tolist(), counts.tolist()
+    ([[1.0, 0.0], [0.5, 0.5]], [1.0, 2.0])
+    """
+    if n_samples is None:
+        return np.full((m, n), 1.0 / n), np.full(m, float(n))
+    counts = check_array("n_samples", n_samples, shape=(m,), dtype=np.float64)
+    if np.any(counts != np.round(counts)) or np.any(counts < 1) or np.any(counts > n):
+        bad = counts[(counts != np.round(counts)) | (counts < 1) | (counts > n)][0]
+        raise ValueError(f"n_samples must hold integers in [1, {n}] (rows used per machine, at "
+                         f"most the padded n), got {bad!r}")
+    w = (np.arange(n)[None, :] < counts[:, None]) / counts[:, None]
+    return w, counts
+
+
+def loss_gradient(X, y, l2, loss, delta, shape, weights=None):
     """``grad(idx, T)`` for a loss of :mod:`mixlinreg.losses`: ``(1/n) X_i^T ell'(X_i t, y_i) +
-    l2 t`` per machine, models ``T`` as flat rows (a d x C matrix for the multinomial loss)."""
+    l2 t`` per machine, models ``T`` as flat rows (a d x C matrix for the multinomial loss).
+    ``weights`` (m, n) from :func:`sample_weights` replace the ``1/n`` (machines of unequal
+    sizes, padded)."""
     n = X.shape[1]
     code = CODES.get(loss)
+    w = np.full((X.shape[0], n), 1.0 / n) if weights is None else weights
 
     def grad(idx, T):
         Xi, Ti = X[idx], T.reshape((len(idx),) + shape)
         if loss == "multinomial":
             D = multinomial_derivative(np.einsum("ind,idc->inc", Xi, Ti), y[idx])
-            G = np.einsum("ind,inc->idc", Xi, D) / n
+            G = np.einsum("ind,inc->idc", Xi, D * w[idx][:, :, None])
         else:
             D = derivative_array(np.einsum("ind,id->in", Xi, Ti), y[idx], code, delta)
-            G = np.einsum("ind,in->id", Xi, D) / n
+            G = np.einsum("ind,in->id", Xi, D * w[idx])
         G = G.reshape(len(idx), -1)
         if l2 != 0.0:
             G += l2 * T
@@ -91,12 +117,13 @@ def loss_gradient(X, y, l2, loss, delta, shape):
 CURVATURE = {"squared": 2.0, "logistic": 0.25, "huber": 1.0, "multinomial": 0.5}
 
 
-def smoothness(X, loss, l2):
-    """``L_f``: a smoothness constant of every ``f_i`` (``CURVATURE[loss] lambda_max(X_i^T X_i) /
-    n + l2``, the largest over machines)."""
+def smoothness(X, loss, l2, weights=None):
+    """``L_f``: a smoothness constant of every ``f_i`` (``CURVATURE[loss] lambda_max(X_i^T W_i X_i)
+    + l2`` with ``W_i`` the rows' weights, ``1/n`` by default; the largest over machines)."""
     n = X.shape[1]
-    return CURVATURE[loss] / n * max(float(np.linalg.norm(X[i], 2)) ** 2
-                                     for i in range(X.shape[0])) + l2
+    w = np.full((X.shape[0], n), 1.0 / n) if weights is None else weights
+    return CURVATURE[loss] * max(float(np.linalg.norm(X[i] * np.sqrt(w[i])[:, None], 2)) ** 2
+                                 for i in range(X.shape[0])) + l2
 
 
 def check_l2(l2):

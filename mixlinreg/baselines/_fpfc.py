@@ -10,7 +10,8 @@ from .. import _numerics
 from .._validation import as_generator, check_choice, check_float, check_int
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
-from ._common import check_data, check_l2, loss_gradient, model_start, smoothness
+from ._common import (check_data, check_l2, loss_gradient, model_start, sample_weights,
+                      smoothness)
 from ._result import BaselineResult
 
 __all__ = ["fpfc"]
@@ -90,13 +91,14 @@ def _pair_index(m):
     return I.astype(np.int64), J.astype(np.int64), D
 
 
-def _loss_values(X, y, omega, loss, delta, shape):
-    """``(1/n) sum_t ell`` of every machine at its model (rows of ``omega``), without the ridge."""
+def _loss_values(X, y, omega, loss, delta, shape, weights):
+    """``(1/n_i) sum_t ell`` of every machine at its model (rows of ``omega``; the rows' weights
+    ``weights``, see ``sample_weights``), without the ridge."""
     if loss == "multinomial":
         Z = np.einsum("ind,idc->inc", X, omega.reshape((-1,) + shape))
-        return np.mean(multinomial_value(Z, y), axis=1)
+        return np.sum(multinomial_value(Z, y) * weights, axis=1)
     z = np.einsum("ind,id->in", X, omega)
-    return np.mean(LOSSES[loss].value(z, y, delta=delta), axis=1)
+    return np.sum(LOSSES[loss].value(z, y, delta=delta) * weights, axis=1)
 
 
 def _objective(X, y, omega, D, pen, l2, loss_spec):
@@ -126,7 +128,7 @@ def _clusters(m, I, J, theta_pairs, nu):
 
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
          nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
-         penalty="scad", huber_delta=1.0, n_classes=None):
+         penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -219,6 +221,11 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         Threshold of the Huber loss, ``> 0``.
     n_classes : int, optional
         ``C >= 2`` classes of ``loss="multinomial"`` (required there, refused otherwise).
+    n_samples : array_like of int, shape (m,), optional
+        Machines of unequal sizes ``n_i``: machine ``i`` uses its first ``n_samples[i]`` rows
+        (``X``, ``y`` padded to ``n`` rows, the padding finite and ignored), ``f_i`` is the mean
+        over them, and a cluster's model is the ``n_i``-weighted mean of its ``omega_i`` as in the
+        paper. Default: all ``n`` rows.
 
     Returns
     -------
@@ -256,10 +263,11 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     d = int(np.prod(shape))  # numbers per model: models travel flat
     P = m * (m - 1) // 2
     gen = as_generator(rng)
+    weights, counts = sample_weights(n_samples, m, X.shape[1])
     if lr is None:
-        lr = 1.0 / (smoothness(X, loss, l2) + 2.0 * rho)
+        lr = 1.0 / (smoothness(X, loss, l2, weights) + 2.0 * rho)
     n_part = max(1, int(round(participation * m)))
-    grad = loss_gradient(X, y, l2, loss, huber_delta, shape)
+    grad = loss_gradient(X, y, l2, loss, huber_delta, shape, weights)
     pen = (lam, a, xi, penalty)
 
     I, J, D = _pair_index(m)
@@ -293,7 +301,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
             done += 1
             primal = diff - theta
             history[k] = np.sqrt(np.mean(np.sum(primal * primal, axis=1))) if P else 0.0
-            objective[k] = _objective(X, y, omega, D, pen, l2, (loss, huber_delta, shape))
+            objective[k] = _objective(X, y, omega, D, pen, l2,
+                                      (loss, huber_delta, shape, weights))
             if (not np.all(np.isfinite(omega))
                     or np.abs(omega).max() > _numerics.DIVERGE_THRESHOLD):
                 diverged = True
@@ -302,8 +311,12 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     labels = _clusters(m, I, J, theta, nu)
     n_clusters = int(labels.max()) + 1 if m else 0
     centers = np.zeros((n_clusters, d))
-    np.add.at(centers, labels, omega)
-    centers /= np.bincount(labels, minlength=n_clusters)[:, None]
+    if np.all(counts == counts[0]):
+        np.add.at(centers, labels, omega)
+        centers /= np.bincount(labels, minlength=n_clusters)[:, None]
+    else:  # the paper's n_i-weighted means
+        np.add.at(centers, labels, counts[:, None] * omega)
+        centers /= np.bincount(labels, weights=counts, minlength=n_clusters)[:, None]
     return BaselineResult(
         theta=centers.reshape((n_clusters,) + shape), labels=labels, n_rounds=done,
         floats_sent_per_machine=float(2 * d * done),
