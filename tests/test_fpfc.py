@@ -285,3 +285,18 @@ def test_n_samples_machines_of_unequal_sizes():
     same = fpfc(X, y, n_rounds=30, n_samples=np.full(m, 7))
     trunc = fpfc(X[:, :7], y[:, :7], n_rounds=30)
     assert_allclose(same.extra["omega"], trunc.extra["omega"], rtol=1e-10, atol=1e-12)
+
+
+def test_callback_sees_every_round_and_changes_nothing():
+    mix = _mix(8, 2, 1)
+    seen = []
+    res = fpfc(mix.X, mix.y, n_rounds=20, callback=lambda k, st: seen.append((k, st)))
+    ref = fpfc(mix.X, mix.y, n_rounds=20)
+    assert_array_equal(res.extra["omega"], ref.extra["omega"])
+    assert [k for k, _ in seen] == list(range(1, 21))
+    last = seen[-1][1]
+    assert_array_equal(last["omega"], res.extra["omega"])
+    assert last["theta"].shape == (28, 5) and last["pairs"].shape == (28, 2)
+    assert not last["v"].flags.writeable
+    with pytest.raises(TypeError, match="callback"):
+        fpfc(mix.X, mix.y, callback=1)

@@ -128,7 +128,7 @@ def _clusters(m, I, J, theta_pairs, nu):
 
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
          nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
-         penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None):
+         penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None, callback=None):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -226,6 +226,12 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         (``X``, ``y`` padded to ``n`` rows, the padding finite and ignored), ``f_i`` is the mean
         over them, and a cluster's model is the ``n_i``-weighted mean of its ``omega_i`` as in the
         paper. Default: all ``n`` rows.
+    callback : callable, optional
+        Called after every round ``k`` (1-based) as ``callback(k, state)`` with ``state`` a dict
+        of read-only copies: ``"omega"`` (m, p), ``"theta"`` and ``"v"`` (P, p) for the pairs
+        ``i < j`` in row-major order (``"pairs"``: the (P, 2) indices), ``"zeta"`` (m, p); models
+        flat (``p = d``, or ``d C``). For measuring the iterates (Theorem 1's stationarity
+        measures, say) without changing the run.
 
     Returns
     -------
@@ -256,6 +262,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     (student abstract), objective, smoothed SCAD and Algorithm 1. Fan and Li, "Variable selection
     via nonconcave penalized likelihood and its oracle properties", JASA 2001 (SCAD).
     """
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
     X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape = _checked(
         X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2,
         (loss, penalty, huber_delta, n_classes), max_pair_floats)
@@ -303,6 +311,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
             history[k] = np.sqrt(np.mean(np.sum(primal * primal, axis=1))) if P else 0.0
             objective[k] = _objective(X, y, omega, D, pen, l2,
                                       (loss, huber_delta, shape, weights))
+            if callback is not None:
+                callback(k + 1, _state(omega, theta, v, zeta, I, J))
             if (not np.all(np.isfinite(omega))
                     or np.abs(omega).max() > _numerics.DIVERGE_THRESHOLD):
                 diverged = True
@@ -324,6 +334,15 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
                "history": history[:done],
                "objective": objective[:done], "lr": float(lr),
                "floats_sent_mean": float(2 * d * participations) / m, "diverged": diverged})
+
+
+def _state(omega, theta, v, zeta, I, J):
+    """The iterates as read-only copies, for ``callback``."""
+    out = {"omega": omega.copy(), "theta": theta.copy(), "v": v.copy(), "zeta": zeta.copy(),
+           "pairs": np.stack([I, J], axis=1)}
+    for a in out.values():
+        a.flags.writeable = False
+    return out
 
 
 def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2, objective,
