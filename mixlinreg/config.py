@@ -102,10 +102,15 @@ class Spec:
 
     ``kind`` is ``"int"``, ``"float"``, ``"bool"``, ``"str"``, ``"list[int]"``, ``"list[float]"``
     or ``"list[str]"``; ``low``/``high`` bound numbers (inclusive unless ``open`` names the side);
-    ``choices`` restricts strings; ``required`` values must be in the file.
+    ``choices`` restricts strings; ``required`` values must be in the file. ``open`` is ``""``,
+    ``"low"``, ``"high"`` or ``"both"``.
 
     >>> Spec("float", low=0, open="low").check("x", 0.5)
     0.5
+    >>> Spec("float", low=0, high=1, open="both").check("x", 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be a number in (0, 1), got 1.0
     """
 
     kind: str
@@ -122,6 +127,9 @@ class Spec:
         from ._validation import check_bool
 
         check_bool("required", self.required)
+        if self.open not in ("", "low", "high", "both"):
+            raise ValueError(f"Spec open must be one of '', 'low', 'high', 'both', got "
+                             f"{self.open!r}")
         if self.kind not in self._KINDS:
             raise ValueError(f"Spec kind must be one of {list(self._KINDS)}, got {self.kind!r}")
 
@@ -139,8 +147,9 @@ class Spec:
                 kind == "int" and not isinstance(v, int)) or not math.isfinite(v):
             raise ValueError(f"{where} must be a finite {'integer' if kind == 'int' else 'number'}"
                              f"{self._range()}, got {v!r}")
-        lo_bad = self.low is not None and (v < self.low or ("low" in self.open and v == self.low))
-        hi_bad = self.high is not None and (v > self.high or ("high" in self.open and v == self.high))
+        lo_bad = self.low is not None and (v < self.low or (self._open("low") and v == self.low))
+        hi_bad = self.high is not None and (v > self.high or (self._open("high")
+                                                              and v == self.high))
         if lo_bad or hi_bad:
             raise ValueError(f"{where} must be {'an integer' if kind == 'int' else 'a number'}"
                              f"{self._range()}, got {v!r}")
@@ -151,8 +160,12 @@ class Spec:
             return ""
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
-        return (f" in {'(' if 'low' in self.open else '['}{lo}, {hi}"
-                f"{')' if 'high' in self.open or self.high is None else ']'}")
+        return (f" in {'(' if self._open('low') or self.low is None else '['}{lo}, {hi}"
+                f"{')' if self._open('high') or self.high is None else ']'}")
+
+    def _open(self, side):
+        """Whether the ``side`` (``"low"`` or ``"high"``) end of the range is excluded."""
+        return self.open in (side, "both")
 
     def check(self, where, value):
         if self.kind.startswith("list["):

@@ -216,3 +216,19 @@ def _load_any(path, preset):
 def test_every_shipped_config_loads_in_every_preset(path):
     for preset in config.PRESETS:
         assert _load_any(path, preset) is not None
+
+
+def test_spec_open_ends():
+    """``open="both"`` excludes both ends (it once excluded neither), and says so."""
+    from mixlinreg.config import Spec
+
+    s = Spec("float", low=0, high=1, open="both")
+    for bad in (0.0, 1.0):
+        with pytest.raises(ValueError, match=r"x must be a number in \(0, 1\), got"):
+            s.check("x", bad)
+    assert s.check("x", 0.5) == 0.5
+    assert Spec("float", low=0, high=1, open="high").check("x", 0.0) == 0.0
+    with pytest.raises(ValueError, match=r"in \[0, 1\)"):
+        Spec("float", low=0, high=1, open="high").check("x", 1.0)
+    with pytest.raises(ValueError, match="Spec open must be one of"):
+        Spec("float", low=0, open="low high")
