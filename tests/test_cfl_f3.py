@@ -1,0 +1,187 @@
+"""Study CFLF3 (mixlinreg/theory/studies/cflf3.py): the CFL paper's permuted-labels experiment
+(Figure 3) on 8 x 8 digits. Its pure ``decide`` on made-up measurements at, just inside and just
+outside each threshold; the sensitivity lines against ``decide`` at the neighbours; the smoke
+preset's record; bad config values refused naming the parameter.
+
+The made-up thresholds are binary fractions so that "exactly at" is exact in floating point.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mixlinreg.stats import Fit, wilson_interval
+from mixlinreg.theory import VERDICTS, run_study
+from mixlinreg.theory.studies import cflf3, get
+from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, run, unit_rng
+
+ROOT = Path(__file__).resolve().parents[1]
+EPS = 2.0**-30
+
+MARGINS = {"plateau_margin": 0.0625, "ratio_threshold": 2.0, "ceiling_tol": 0.125,
+           "rate_target": 0.625, "rate_floor": 0.5, "near_zero": 0.25, "all_share": 0.875}
+
+
+def _params(**over):
+    mg = dict(MARGINS, **over)
+    mg.update({f"{k}_neighbours": [v / 2, v * 1.5] for k, v in MARGINS.items()})
+    mg["ratio_threshold_neighbours"] = [1.5, 2.5]
+    return {"params": {}, "margins": mg}
+
+
+def _m(**over):
+    """Measurements on which every rule holds and no caveat applies."""
+    m = {"seeds": 10, "converged": 10, "stall": Fit(0.001, 0.0005, 0.002, 10),
+         "ratio": Fit(3.0, 2.5, 3.5, 10), "min_client_ratio": np.full(10, 3.0),
+         "ceiling_ratio": Fit(1.0, 0.95, 1.05, 10), "recovered": (10, 10), "gap": (10, 10),
+         "final_within": Fit(0.0, -0.125, 0.125, 10)}
+    m.update(over)
+    return m
+
+
+def _v(m=None, **margins):
+    return cflf3.decide(_m() if m is None else m, _params(**margins)).verdict
+
+
+def test_registered_and_located():
+    study = get("CFLF3")
+    assert study.decide is cflf3.decide and study.paper == "CFL" and study.order == 240
+    assert "short" in study.location and "Figure 3" in study.location
+
+
+def test_base_measurements_hold():
+    assert _v() == HOLDS
+
+
+def test_stall_rule_at_its_margin():
+    pm = MARGINS["plateau_margin"]
+    assert _v(_m(stall=Fit(0.01, 0.0, pm, 10))) == HOLDS
+    assert _v(_m(stall=Fit(0.01, 0.0, pm + EPS, 10))) == INCONCLUSIVE
+    assert _v(_m(stall=Fit(0.1, pm, 0.2, 10))) == INCONCLUSIVE  # lo at the margin: not above
+    assert _v(_m(stall=Fit(0.1, pm + EPS, 0.2, 10))) == NOT_SUPPORTED
+    assert _v(_m(stall=None)) == INCONCLUSIVE  # fewer than 2 seeds split
+
+
+def test_doubling_rule_at_its_threshold():
+    rt = MARGINS["ratio_threshold"]
+    assert _v(_m(ratio=Fit(2.5, rt + EPS, 3.0, 10))) == HOLDS
+    assert _v(_m(ratio=Fit(2.5, rt, 3.0, 10))) == INCONCLUSIVE  # "more than": strict
+    assert _v(_m(ratio=Fit(1.5, 1.0, rt + EPS, 10))) == INCONCLUSIVE
+    assert _v(_m(ratio=Fit(1.5, 1.0, rt, 10))) == NOT_SUPPORTED
+    # a run that did not finish: (c) and (d) undecided whatever they measure
+    assert _v(_m(converged=9)) == INCONCLUSIVE
+    assert _v(_m(converged=9, ratio=Fit(1.5, 1.0, rt, 10))) == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("key", ["recovered", "gap"])
+def test_rate_rules_at_target_and_floor(key):
+    counts = (7, 10)
+    lo, hi = (float(v) for v in wilson_interval(*counts))
+    m = _m(**{key: counts})
+    assert _v(m, rate_target=lo) == HOLDS
+    assert _v(m, rate_target=lo + EPS) == INCONCLUSIVE
+    assert _v(m, rate_target=0.9375, rate_floor=hi) == INCONCLUSIVE
+    assert _v(m, rate_target=0.9375, rate_floor=hi + EPS) == NOT_SUPPORTED
+    d = cflf3.decide(m, _params(rate_target=lo))
+    assert d.numbers[f"{'recovery' if key == 'recovered' else 'gap'} lo"] == lo
+
+
+def test_ceiling_caveat_at_its_tolerance():
+    tol = MARGINS["ceiling_tol"]
+    assert _v(_m(ceiling_ratio=Fit(1.0, 1 - tol, 1 + tol, 10))) == HOLDS
+    assert _v(_m(ceiling_ratio=Fit(1.0, 1 - tol - EPS, 1.0, 10))) == CAVEAT
+    assert _v(_m(ceiling_ratio=Fit(1.0, 1.0, 1 + tol + EPS, 10))) == CAVEAT
+    assert _v(_m(ceiling_ratio=None)) == CAVEAT
+
+
+def test_all_clients_caveat_at_its_share():
+    rt = MARGINS["ratio_threshold"]
+    mcr = np.array([3.0] * 6 + [rt, np.nan])  # a ratio exactly 2 did not "more than" double
+    hi = float(wilson_interval(6, 8)[1])
+    d = cflf3.decide(_m(min_client_ratio=mcr), _params(all_share=hi))
+    assert d.verdict == HOLDS and d.numbers["all doubled"] == (6, 8)
+    assert _v(_m(min_client_ratio=mcr), all_share=hi + EPS) == CAVEAT
+    assert _v(_m(min_client_ratio=np.full(3, rt + EPS))) == HOLDS
+
+
+def test_near_zero_caveat_at_its_band():
+    nz = MARGINS["near_zero"]
+    assert _v(_m(final_within=Fit(-0.2, -nz, nz, 10))) == HOLDS
+    assert _v(_m(final_within=Fit(-0.2, -nz - EPS, 0.0, 10))) == CAVEAT
+    assert _v(_m(final_within=Fit(0.2, 0.0, nz + EPS, 10))) == CAVEAT
+    assert _v(_m(final_within=None)) == CAVEAT
+    # a caveat never lifts a weaker verdict
+    assert _v(_m(final_within=None, ratio=Fit(1.5, 1.0, 1.5, 10))) == NOT_SUPPORTED
+
+
+def test_sensitivity_lines_are_decide_at_the_neighbours():
+    m = _m(ratio=Fit(2.25, 2.125, 2.375, 10), recovered=(8, 10))
+    params = _params()
+    lines = cflf3.sensitivity(m, params)
+    assert len(lines) == len(cflf3.MARGINS)
+    for (key, words), line in zip(cflf3.MARGINS.items(), lines):
+        mg = params["margins"]
+        values = sorted(set(mg[f"{key}_neighbours"]) | {mg[key]})
+        expected = "; ".join(
+            f"{v:g} -> {cflf3.decide(m, _params(**{key: v})).verdict}" for v in values)
+        assert line == f"{words} (chosen {mg[key]:g}): {expected}"
+    # the doubling line moves: 2.5 is above the interval
+    assert "2.5 -> not supported" in lines[1]
+
+
+def test_ceiling_and_label_share():
+    perms = np.array([[0, 1, 2], [0, 2, 1], [1, 2, 0]])
+    digits = np.array([0, 1, 2, 0])
+    # digit 0: labels 0, 0, 1 -> 2/3; digit 1: 1, 2, 2 -> 2/3; digit 2: 2, 1, 0 -> 1/3
+    assert cflf3.single_model_ceiling(perms, digits) == pytest.approx((2 + 2 + 1 + 2) / 12)
+    assert cflf3.single_model_ceiling(np.array([[0, 1], [1, 0]]), [0, 1]) == 0.5
+    share = cflf3.label_share(perms, digits)
+    assert share.shape == (3,) and np.all((1 / 3 <= share) & (share <= 1))
+
+
+def test_smoke_record_is_complete(tmp_path):
+    r = run_study("CFLF3", preset="smoke", out=tmp_path, store=None)
+    assert r.verdict in VERDICTS and r.paper == "CFL" and r.summary and r.claim
+    assert len(r.numbers) > 0 and len(r.numbers) <= 16
+    for suffix in (".png", ".json"):
+        assert (tmp_path / f"CFLF3_smoke{suffix}").exists()
+    sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
+    assert len(sens) == len(cflf3.MARGINS)
+    # the summary quotes the record's numbers
+    est = r.numbers.set_index("quantity")["estimate [95% CI]"]
+    for q in ("final / federated accuracy (ratio of means)",
+              "plateau / (ceiling x final accuracy)",
+              "seeds recovering the 4 clusters exactly (ARI = 1)"):
+        assert est[q] in r.summary, q
+    # the sensitivity lines are decide's at the neighbours on the stored rows
+    table = pd.read_csv(next(tmp_path.glob("CFLF3_smoke.csv*")))
+    params = get("CFLF3").config("smoke").values
+    assert set(table["kind"]) == {"seed", "cluster", "split", "pair", "curve"}
+    m = cflf3.measure(table, params["params"],
+                      lambda key: unit_rng(0, "CFLF3", "analyze_" + key))
+    assert sens == [f"Sensitivity: {line}" for line in cflf3.sensitivity(m, params)]
+    assert r.verdict == cflf3.decide(m, params).verdict
+    splits = table[table["kind"] == "split"]
+    assert len(splits) >= 2 and (splits["reproduced"] == 1).all()
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("clients = 20 ", "clients = 21 ", "params.clients must be a multiple of params.clusters"),
+    ("test_share = 0.2 ", "test_share = 1.5 ", r"test_share.*\(0, 1\).*1\.5"),
+    ("seeds = 2\n", "seeds = 1\n", r"params.seeds.*\[2, inf\).*got 1"),  # the smoke preset's
+    ("clusters = 4 ", "clusters = 11 ", r"clusters.*\[2, 10\].*11"),
+    ("plateau_window = 20 ", "plateau_window = 5000 ", "params.plateau_window"),
+    ("rate_target_neighbours = [0.5, 0.8]", "rate_target_neighbours = []",
+     "rate_target_neighbours must be a non-empty list"),
+])
+def test_bad_config_is_refused_naming_the_parameter(tmp_path, old, new, match):
+    src = (ROOT / "mixlinreg" / "configs" / "studies" / "CFLF3.toml").read_text()
+    assert old in src
+    bad = tmp_path / "CFLF3.toml"
+    bad.write_text(src.replace(old, new))
+    with pytest.raises(ValueError, match=match):
+        run(get("CFLF3"), preset="smoke", out=tmp_path, store=None, config_path=bad)
