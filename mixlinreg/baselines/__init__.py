@@ -10,6 +10,9 @@ All share the data API of :func:`mixlinreg.ifca` (``X`` (m, n, d), ``y`` (m, n))
 * :func:`soft_ifca`: IFCA with softmax cluster weights instead of the argmin.
 * :func:`cfl`: Clustered Federated Learning (Sattler et al.), recursive bipartitioning.
 * :func:`fpfc`: fusion penalized federated clustering (Yu et al.), SCAD pair penalty, no k.
+* :func:`local_train`, :func:`fedavg`, :func:`per_fedavg` (first-order Per-FedAvg),
+  :func:`ifca_weighted` (IFCA for machines of unequal sizes): gradient methods for any loss of
+  :mod:`mixlinreg.losses`, machines of unequal sizes as padded arrays with ``n_samples``.
 
 >>> import mixlinreg as mlr
 >>> from mixlinreg import baselines
@@ -27,6 +30,7 @@ NeurIPS 2020 / IEEE Trans. Inf. Theory 2022.
 """
 
 from ._cfl import cfl, cosine_similarities, split_by_similarity
+from ._federated import fedavg, ifca_weighted, local_train, machine_losses, per_fedavg
 from ._fpfc import fpfc
 from ._global_model import global_model
 from ._local_models import local_models
@@ -36,4 +40,5 @@ from ._result import BaselineResult
 from ._soft_ifca import soft_ifca
 
 __all__ = ["BaselineResult", "oracle", "global_model", "local_models", "one_shot", "soft_ifca",
-           "cfl", "fpfc", "split_by_similarity", "cosine_similarities"]
+           "cfl", "fpfc", "split_by_similarity", "cosine_similarities", "local_train", "fedavg",
+           "per_fedavg", "ifca_weighted", "machine_losses"]

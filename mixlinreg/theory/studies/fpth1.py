@@ -1,0 +1,698 @@
+"""Study FPTH1: FPFC's Theorem 1, the O(1/K) decay of its stationarity measures, inside the
+theorem's region of rho and outside it.
+
+**The Lagrangian.** Algorithm 1 (:func:`mixlinreg.baselines.fpfc`) is the method of the
+augmented Lagrangian, with the pair terms scaled by ``1/m`` as in the objective ``F``,
+
+``L_rho(w, theta, v) = sum_i f_i(w_i) + (1/m) sum_{i<j} [g(||theta_ij||) + <v_ij, r_ij>
++ (rho/2) ||r_ij||^2]``,  ``r_ij = w_i - w_j - theta_ij``,
+
+with ``g`` the smoothed SCAD ``P~_a``: the theta step minimizes it in ``theta`` exactly, the dual
+step is ascent ``v <- v + (rho m) grad_v L_rho``, and since ``rho (w_i - zeta_i) = (1/m)
+sum_{j != i} [v_ij + rho r_ij]`` the local gradient ``grad f_i + rho (w - zeta_i)`` is
+``grad_{w_i} L_rho`` at the round's start: the first local step is gradient descent on ``L_rho``,
+the later ones on ``L_rho + (rho / 2m) ||w_i - w_i^k||^2`` (``zeta_i`` holds the round's
+``w_i^k / m``). The tests check all of it to rounding.
+
+**The theorem's L_0** is not written out. Read here (``reading = "lagrangian"``) as ``L_rho`` at
+``rho = 0`` with the unsmoothed SCAD ``P_a``: the ordinary Lagrangian of ``F``. Then
+``grad_w L_0 = grad f_i + (1/m) sum_j v_ij``, ``grad_v L_0 = r_ij / m`` (``||.||^2`` over pairs
+``i < j``) and ``G_ij = theta_ij - prox_{P_a}(theta_ij + v_ij)`` (the prox of ``theta -> m L_0``
+per pair, unit step; ``||G||^2`` over ordered pairs ``i != j``). Why: the theta step makes
+``v_ij = grad P~(theta_ij)`` after every update, so ``G_ij = 0`` where ``||theta_ij|| > xi`` and
+``||G_ij|| <= lam xi / (lam + xi)`` inside, equality at ``||theta_ij|| = lam xi / (lam + xi)``:
+summed over the ``m (m - 1)`` ordered pairs this is the theorem's ``m^2 lam^2 xi^2/(lam + xi)^2``,
+and ``m xi lam / 4`` in its constant is the gap between ``P~`` and ``P_a`` summed over pairs. The
+other reading (``"augmented"``, ``L_0 = L_rho``: ``grad_w`` adds ``(rho/m) sum_j r_ij`` and ``G``
+steps from ``theta + v + rho r``) is measured too. Both readings give the same ``grad_v``.
+
+**Measured**: a mixture of linear regressions (squared loss: convex, ``L_- = 0``; ``L_f`` from
+``smoothness``), for each rho of the config (declared inside or outside the region; the region's
+constants ``c``, the smallest ``T``, the largest ``alpha``, the lower bound on rho from
+:func:`region`, checked per data set) and each participation (1: every machine; below 1: random
+subsets, Assumption 3), step ``alpha = 1/(L_f + 2 rho)``: every round's
+``||grad_w L_0||^2``, ``||grad_v L_0||^2`` and ``||G||^2 / bound`` (the callback); the running
+means ``(1/K) sum_{k<K}`` at a log grid of ``K``; their log-log slope over the last
+``slope_window``-fold range of ``K`` per run, bootstrapped over seeds (data and draws); the rounds
+until the clustering (``||theta_ij|| <= nu``) is right for good and until
+``||grad_w L_0||^2 <= tol``.
+
+**Verdict** (:func:`decide`), on the settings inside the region only (outside, the theorem says
+nothing: described, no verdict): per measure, the slope interval at or below ``-1 + slope_margin``
+holds, entirely above it is not supported, else inconclusive; ``G`` holds if every run stays at or
+below ``(1 + g_tol) x bound`` at every round, is not supported if a full-participation run exceeds
+it (no randomness: a counterexample) or the mean over seeds at some grid round has its interval
+above it, else inconclusive. The verdict is the weakest over the inside settings under the chosen
+reading, a caveat when it holds there but not under the other. ``C_1`` (with ``F*`` and ``L_h``)
+is not checked: only the shape. Config: ``mixlinreg/configs/studies/FPTH1.toml``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
+
+from ...baselines import fpfc
+from ...baselines._common import loss_gradient, smoothness
+from ...config import Spec
+from ...data import make_mixture
+from ...stats import Fit, bootstrap, verdict_at_most
+from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict, combine,
+                     sensitivity_line)
+
+READINGS = ("lagrangian", "augmented")
+
+SCHEMA = {
+    "params": {
+        "m": Spec("int", low=4), "k": Spec("int", low=2), "n": Spec("int", low=2),
+        "d": Spec("int", low=1), "R": Spec("float", low=0, open="low"),
+        "sigma": Spec("float", low=0),
+        "lam": Spec("float", low=0, open="low"), "a": Spec("float", low=2, open="low"),
+        "xi": Spec("float", low=0, open="low"), "nu": Spec("float", low=0),
+        "local_steps": Spec("int", low=1), "rhos": Spec("list[float]", low=0, open="low"),
+        "regions": Spec("list[str]", choices=("inside", "outside")),
+        "participations": Spec("list[float]", low=0, high=1, open="low"),
+        "rounds": Spec("int", low=8), "grid_points": Spec("int", low=8),
+        "slope_window": Spec("float", low=1, open="low"), "tol": Spec("float", low=0, open="low"),
+        "seeds": Spec("int", low=2), "n_boot": Spec("int", low=100),
+        "reading": Spec("str", choices=READINGS),
+    },
+    "margins": {
+        "slope_margin": Spec("float", low=0), "slope_margin_neighbours": Spec("list[float]", low=0),
+        "g_tol": Spec("float", low=0), "g_tol_neighbours": Spec("list[float]", low=0),
+    },
+}
+
+
+# ------------------------------------------------------------------------------ the algebra
+
+
+def scad_prox(t, lam, a, step=1.0):
+    """Minimizer ``s >= 0`` of ``P_a(s, lam) + (s - t)^2 / (2 step)`` for ``t >= 0`` (the SCAD
+    thresholding rule of Fan and Li, unsmoothed; needs ``step < a - 1``), elementwise.
+
+    >>> np.round(scad_prox([0.2, 0.8, 1.5, 5.0], 0.5, 3.7), 6).tolist()
+    [0.0, 0.3, 1.294118, 5.0]
+    """
+    t = np.asarray(t, dtype=np.float64)
+    mid = ((a - 1.0) * t - a * lam * step) / ((a - 1.0) - step)
+    return np.where(t <= step * lam, 0.0,
+                    np.where(t <= lam * (1.0 + step), t - step * lam,
+                             np.where(t <= a * lam, mid, t)))
+
+
+def incidence(pairs, m):
+    """``D`` (P, m) with ``D @ w = w_i - w_j`` for the pairs ``(i, j)`` (rows of ``pairs``)."""
+    P = len(pairs)
+    rows = np.concatenate([np.arange(P), np.arange(P)])
+    vals = np.concatenate([np.ones(P), -np.ones(P)])
+    return sparse.csr_matrix((vals, (rows, np.concatenate([pairs[:, 0], pairs[:, 1]]))),
+                             shape=(P, m))
+
+
+def g_mapping(theta, z, lam, a):
+    """``G_ij = theta_ij - prox_{P_a}(z_ij)`` (unit step, radial SCAD rule), rows of pairs."""
+    t = np.linalg.norm(z, axis=1)
+    s = scad_prox(t, lam, a)
+    return theta - np.divide(s, t, out=np.zeros_like(t), where=t > 0.0)[:, None] * z
+
+
+def grad_omega(grad_f, state, D, rho, DT=None):
+    """``grad_w L_rho`` (m, d): ``grad f_i(w_i) + (1/m) sum_{j != i} [v_ij + rho r_ij]`` with
+    ``r_ij = w_i - w_j - theta_ij`` (``theta_ji = -theta_ij``, ``v_ji = -v_ij``); ``rho = 0``:
+    ``grad_w L_0`` of the ordinary Lagrangian. ``grad_f`` (m, d) every ``grad f_i(w_i)``."""
+    DT = D.T.tocsr() if DT is None else DT
+    m = state["omega"].shape[0]
+    out = grad_f + (DT @ state["v"]) / m
+    if rho:
+        out = out + rho * (DT @ (D @ state["omega"] - state["theta"])) / m
+    return out
+
+
+def stationarity(grad_f, state, D, rho, lam, a, DT=None):
+    """Theorem 1's measures at one round's iterates, under both readings of ``L_0``.
+
+    ``grad_f`` (m, d): every ``grad f_i(w_i)``; ``state``: the callback's ``omega``, ``theta``,
+    ``v``; ``D`` from :func:`incidence` (``DT``: its transpose, precomputed). Returns
+    ``{"omega_lagrangian", "omega_augmented", "v", "G_lagrangian", "G_augmented"}``: squared
+    norms, ``||grad_v||^2 = (1/m^2) sum_{i<j} ||r_ij||^2``, ``||G||^2`` over ordered pairs (twice
+    the sum over ``i < j``).
+    """
+    w, theta, v = state["omega"], state["theta"], state["v"]
+    m = w.shape[0]
+    DT = D.T.tocsr() if DT is None else DT
+    r = D @ w - theta
+    g_lag = grad_omega(grad_f, state, D, 0.0, DT)
+    g_aug = g_lag + rho * (DT @ r) / m
+    G_lag = g_mapping(theta, theta + v, lam, a)
+    G_aug = g_mapping(theta, theta + v + rho * r, lam, a)
+    return {"omega_lagrangian": float(np.sum(g_lag * g_lag)),
+            "omega_augmented": float(np.sum(g_aug * g_aug)),
+            "v": float(np.sum(r * r)) / m ** 2,
+            "G_lagrangian": 2.0 * float(np.sum(G_lag * G_lag)),
+            "G_augmented": 2.0 * float(np.sum(G_aug * G_aug))}
+
+
+def g_bound(m, lam, xi):
+    """Theorem 1's bound on ``E ||G||^2``: ``m^2 lam^2 xi^2 / (lam + xi)^2``."""
+    return m * m * lam * lam * xi * xi / (lam + xi) ** 2
+
+
+def region(L_f, rho, alpha, T, lam, xi, a, L_minus=0.0):
+    """Theorem 1's conditions at ``(rho, alpha, T)``: ``mu = rho - L_-``,
+    ``c = 1 - alpha 2 mu (L_f + rho) / (L_f + rho + mu)``, ``T > -2 log 2 / log c``,
+    ``alpha <= 1 / (L_f + 2 rho - L_-)`` and ``rho > max(L_f / (1 - 2 c^(T/2)), 2 lam / xi,
+    2 / (a - 1), L_-)``.
+
+    Returns a dict: ``c``, ``T_min`` (smallest integer ``T`` allowed), ``alpha_max``,
+    ``rho_terms`` (the four terms by name), ``rho_lower`` (their max), ``violated`` (the conditions
+    that fail, as text) and ``inside`` (none fails).
+
+    >>> r = region(2.0, 10.0, 1 / 22, 5, 0.5, 0.01, 3.7)
+    >>> round(r["c"], 6), r["T_min"], r["rho_lower"], r["violated"]
+    (0.504132, 3, 100.0, ['rho > 2 lam/xi'])
+    """
+    mu = rho - L_minus
+    c = 1.0 - alpha * 2.0 * mu * (L_f + rho) / (L_f + rho + mu)
+    if not 0.0 < c < 1.0:
+        raise ValueError(f"c = 1 - alpha 2 mu (L_f + rho)/(L_f + rho + mu) must be in (0, 1) for "
+                         f"Theorem 1's conditions, got c={c!r} (alpha={alpha!r}, rho={rho!r})")
+    t_bound = -2.0 * math.log(2.0) / math.log(c)
+    alpha_max = 1.0 / (L_f + 2.0 * rho - L_minus)
+    q = 1.0 - 2.0 * c ** (T / 2.0)
+    terms = {"L_f/(1-2c^(T/2))": L_f / q if q > 0 else math.inf, "2 lam/xi": 2.0 * lam / xi,
+             "2/(a-1)": 2.0 / (a - 1.0), "L_-": L_minus}
+    violated = [] if mu > 0 else ["mu = rho - L_- > 0"]
+    if not T > t_bound:
+        violated.append("T > -2 log 2/log c")
+    if not 0.0 < alpha <= alpha_max * (1.0 + 1e-12):
+        violated.append("alpha <= 1/(L_f + 2 rho - L_-)")
+    violated += [f"rho > {name}" for name, val in terms.items() if not rho > val]
+    return {"c": c, "T_min": int(math.floor(t_bound)) + 1, "alpha_max": alpha_max,
+            "rho_terms": terms, "rho_lower": max(terms.values()), "violated": violated,
+            "inside": not violated}
+
+
+# ------------------------------------------------------------------------------ units
+
+
+def _settings(p):
+    return [(rho, reg, part) for rho, reg in zip(p["rhos"], p["regions"])
+            for part in p["participations"]]
+
+
+def units(params):
+    p = params["params"]
+    if len(p["rhos"]) != len(p["regions"]):
+        raise ValueError(f"study FPTH1: params.rhos and params.regions must have the same length, "
+                         f"got {len(p['rhos'])} and {len(p['regions'])}")
+    if "inside" not in p["regions"]:
+        raise ValueError(f"study FPTH1: params.regions must declare at least one rho 'inside' the "
+                         f"region (the verdict reads those), got {p['regions']}")
+    if p["m"] % p["k"]:
+        raise ValueError(f"study FPTH1: params.m must be a multiple of params.k (equal clusters), "
+                         f"got m={p['m']}, k={p['k']}")
+    if not p["xi"] < p["lam"]:
+        raise ValueError(f"study FPTH1: params.xi must be in (0, lam) = (0, {p['lam']:g}), got "
+                         f"{p['xi']!r}")
+    if p["grid_points"] > p["rounds"] or p["slope_window"] > p["rounds"] / 2:
+        raise ValueError(f"study FPTH1: params.grid_points must be <= rounds and "
+                         f"params.slope_window <= rounds / 2 = {p['rounds'] / 2:g}, got "
+                         f"grid_points={p['grid_points']}, slope_window={p['slope_window']!r}")
+    need = max(2.0 * p["lam"] / p["xi"], 2.0 / (p["a"] - 1.0))
+    for i, (rho, reg) in enumerate(zip(p["rhos"], p["regions"])):
+        if rho * (p["a"] - 1.0) <= 1.0:
+            raise ValueError(f"study FPTH1: params.rhos[{i}] must exceed 1/(a - 1) = "
+                             f"{1 / (p['a'] - 1):.4g} (FPFC's theta step), got {rho!r}")
+        # with alpha = 1/(L_f + 2 rho) and L_- = 0, c >= 1/2, so T > 2 is necessary
+        if reg == "inside" and not (rho > need and p["local_steps"] >= 3):
+            raise ValueError(f"study FPTH1: params.rhos[{i}] = {rho!r} is declared inside the "
+                             f"region (params.regions) but rho must exceed max(2 lam/xi, 2/(a-1)) "
+                             f"= {need:g} and params.local_steps must be >= 3, got local_steps="
+                             f"{p['local_steps']}")
+    return [(f"seed{s}", {"seed": s}) for s in range(p["seeds"])]
+
+
+# ------------------------------------------------------------------------------ compute
+
+
+def _canonical(labels):
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first))[inverse]
+
+
+def _partition(theta, pairs, nu, m):
+    """The clustering of :func:`~mixlinreg.baselines.fpfc`: components of ``||theta_ij|| <= nu``."""
+    link = np.linalg.norm(theta, axis=1) <= nu
+    adj = sparse.coo_matrix((np.ones(int(link.sum())), (pairs[link, 0], pairs[link, 1])),
+                            shape=(m, m))
+    return _canonical(connected_components(adj, directed=False)[1])
+
+
+def _clustered(theta, pairs, nu, truth, same):
+    """Whether the clustering is ``truth`` (canonical labels; ``same``: pairs in one true
+    cluster): no link across clusters and, when not every pair within is linked, the components
+    (the fast test first)."""
+    link = np.linalg.norm(theta, axis=1) <= nu
+    if np.any(link & ~same):
+        return False
+    if np.all(link[same]):
+        return True
+    return np.array_equal(_partition(theta, pairs, nu, truth.size), truth)
+
+
+def _first_for_good(flags):
+    """1-based first round from which ``flags`` stays true to the end (NaN: never)."""
+    bad = np.flatnonzero(~flags)
+    if not bad.size:
+        return 1.0
+    return math.nan if bad[-1] == flags.size - 1 else float(bad[-1] + 2)
+
+
+def _run_setting(mix, rho, region_said, part, p, rng):
+    """One FPFC run with the measures of every round; its rows on the log grid of ``K``."""
+    X, y = mix.X, mix.y
+    m, d = X.shape[0], X.shape[2]
+    L_f = smoothness(X, "squared", 0.0)
+    alpha = 1.0 / (L_f + 2.0 * rho)  # the largest alpha of the theorem (L_- = 0)
+    reg = region(L_f, rho, alpha, p["local_steps"], p["lam"], p["xi"], p["a"])
+    if reg["inside"] != (region_said == "inside"):
+        got = "inside" if reg["inside"] else "outside: " + ", ".join(reg["violated"])
+        raise ValueError(f"study FPTH1: params.regions says rho = {rho:g} is {region_said} the "
+                         f"region, but on this data (L_f = {L_f:.4g}) its conditions give {got}")
+    grad, every = loss_gradient(X, y, 0.0, "squared", 1.0, (d,)), np.arange(m)
+    truth, bound = _canonical(mix.labels), g_bound(m, p["lam"], p["xi"])
+    rec = {key: np.full(p["rounds"], np.nan) for key in (
+        "omega_lagrangian", "omega_augmented", "v", "G_lagrangian", "G_augmented")}
+    right = np.zeros(p["rounds"], dtype=bool)
+    cache = {}
+
+    def callback(k, state):
+        pairs = state["pairs"]
+        if "D" not in cache:
+            cache["D"] = incidence(pairs, m)
+            cache["DT"] = cache["D"].T.tocsr()
+            cache["same"] = truth[pairs[:, 0]] == truth[pairs[:, 1]]
+        vals = stationarity(grad(every, state["omega"]), state, cache["D"], rho, p["lam"], p["a"],
+                            cache["DT"])
+        for key, val in vals.items():
+            rec[key][k - 1] = val
+        right[k - 1] = _clustered(state["theta"], pairs, p["nu"], truth, cache["same"])
+
+    res = fpfc(X, y, lam=p["lam"], a=p["a"], xi=p["xi"], rho=rho, lr=alpha,
+               local_steps=p["local_steps"], n_rounds=p["rounds"], nu=p["nu"],
+               participation=part, rng=rng, callback=callback)
+    done = res.n_rounds
+    g = {r: rec[f"G_{r}"][:done] / bound for r in READINGS}
+    over = np.flatnonzero(g["augmented"] > 1.0)
+    below = rec["omega_lagrangian"][:done] <= p["tol"]
+    summary = {
+        "L_f": L_f, "alpha": alpha, "c": reg["c"], "T_min": reg["T_min"],
+        "alpha_max": reg["alpha_max"], "rho_lower": reg["rho_lower"],
+        "violated": "; ".join(reg["violated"]), "inside": reg["inside"], "g_bound": bound,
+        "g_lagrangian_max": float(g["lagrangian"].max()), "g_augmented_max":
+        float(g["augmented"].max()), "g_augmented_rounds_over": int(over.size),
+        "g_augmented_last_over": int(over[-1] + 1) if over.size else 0,
+        "rounds_to_cluster": _first_for_good(right[:done]),
+        "rounds_to_tol": float(np.argmax(below) + 1) if below.any() else math.nan,
+        "n_clusters": int(res.extra["n_clusters"]), "diverged": bool(res.extra["diverged"]),
+        "rounds_done": done}
+    rows = []
+    for K in np.unique(np.round(np.geomspace(1, p["rounds"], p["grid_points"])).astype(int)):
+        if K > done:
+            break
+        row = {"rho": rho, "participation": part, "region": region_said, "K": int(K)}
+        for key in ("omega_lagrangian", "omega_augmented", "v"):
+            row[f"mean_{key}"] = float(rec[key][:K].mean())
+            row[key] = float(rec[key][K - 1])
+        row.update({f"g_{r}": float(g[r][K - 1]) for r in READINGS})
+        rows.append({**row, **summary})
+    return rows
+
+
+def compute(spec, params, rng, shared):
+    p = params["params"]
+    data_rng, draw_rng = rng.spawn(2)
+    mix = make_mixture(p["m"], p["n"], p["d"], p["k"], p["R"], p["sigma"], theta_scale="norm",
+                       rng=data_rng)
+    settings = _settings(p)
+    rows = []
+    for (rho, reg, part), gen in zip(settings, draw_rng.spawn(len(settings))):
+        for row in _run_setting(mix, rho, reg, part, p, gen):
+            rows.append({"setting": f"rho={rho:g}_p={part:g}", "seed": spec["seed"], **row})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ analysis
+
+
+def _run_slope(run, K_max, window):
+    """Per run: log-log slope of the running means over ``K >= K_max / window`` and the growth
+    ``K M_K`` from the window's first ``K`` to its last."""
+    w = run[run["K"] >= K_max / window].sort_values("K")
+    lk = np.log(w["K"].to_numpy(dtype=float))
+    out = {}
+    for meas, col in (("omega_lagrangian", "mean_omega_lagrangian"),
+                      ("omega_augmented", "mean_omega_augmented"), ("v", "mean_v")):
+        M = w[col].to_numpy(dtype=float)
+        out[meas] = float(np.polyfit(lk, np.log(M), 1)[0])
+        out[f"growth_{meas}"] = float(M[-1] * w["K"].iloc[-1] / (M[0] * w["K"].iloc[0]))
+    return out
+
+
+def _g_fit(ts, col, n_boot, gen):
+    """The seed-mean of ``col`` (``||G||^2 / bound``) at the grid round where it is largest,
+    bootstrapped over seeds, and that round."""
+    wide = ts.pivot_table(index="seed", columns="K", values=col)
+    K_star = int(wide.mean().idxmax())
+    vals = wide[K_star].dropna().to_numpy()
+    if vals.size < 2:
+        return Fit(float(vals[0]), float(vals[0]), float(vals[0]), 1), K_star
+    return bootstrap(vals, n_boot=n_boot, rng=gen), K_star
+
+
+def _slope_fits(ts, p, rng, name):
+    """The slopes' Fits over the runs that did not diverge (a placeholder when fewer than 2:
+    :func:`decide` reads a diverged setting as not supported) and the median growths."""
+    K_max = int(ts["rounds_done"].min())
+    ok = ts[~ts["diverged"].astype(bool)]
+    per_run = pd.DataFrame([_run_slope(run, K_max, p["slope_window"])
+                            for _, run in ok.groupby("seed")])
+    fits, growth = {}, {}
+    for meas in ("omega_lagrangian", "omega_augmented", "v"):
+        if len(per_run) < 2:
+            fits[meas], growth[meas] = Fit(0.0, 0.0, 0.0, len(per_run)), math.nan
+            continue
+        fits[meas] = bootstrap(per_run[meas].to_numpy(), n_boot=p["n_boot"],
+                               rng=rng(f"slope_{meas}_{name}"))
+        growth[meas] = float(per_run[f"growth_{meas}"].median())
+    return fits, growth
+
+
+def measure(table, p, rng):
+    """Per setting: the slopes' Fits (``omega_lagrangian``, ``omega_augmented``, ``v``, bootstrap
+    of the mean over seeds), ``G`` per reading (``max`` over runs and rounds, ``worst`` Fit,
+    ``K_worst``) and descriptive numbers, for :func:`decide`."""
+    out = {}
+    for name, ts in table.groupby("setting", sort=False):
+        first = ts.groupby("seed").first()
+        slopes, growth = _slope_fits(ts, p, rng, name)
+        s = {"region": str(first["region"].iloc[0]), "rho": float(first["rho"].iloc[0]),
+             "participation": float(first["participation"].iloc[0]),
+             "diverged": int(first["diverged"].astype(bool).sum()), "seeds": len(first),
+             "slopes": slopes, "growth": growth, "g": {}, "first": first}
+        for r in READINGS:
+            worst, K_star = _g_fit(ts, f"g_{r}", p["n_boot"], rng(f"g_{r}_{name}"))
+            s["g"][r] = {"max": float(first[f"g_{r}_max"].max()), "worst": worst,
+                         "K_worst": K_star}
+        out[name] = s
+    return out
+
+
+def _g_rule(g, participation, g_limit):
+    if g["max"] <= g_limit:
+        return HOLDS
+    if participation == 1.0 or g["worst"].lo > g_limit:
+        return NOT_SUPPORTED
+    return INCONCLUSIVE
+
+
+def decide(measurements, params):
+    """Theorem 1's rules on :func:`measure`'s numbers with ``params["margins"]``' ``slope_margin``
+    and ``g_tol`` and ``params["params"]["reading"]``.
+
+    Per setting and reading: ``omega`` and ``v``: :func:`~mixlinreg.stats.verdict_at_most` of
+    the running means' slope against ``-1 + slope_margin`` (a diverged run: not supported);
+    ``G``: holds if every run and round stays at or below ``1 + g_tol`` times the bound; not
+    supported if not and the run is deterministic (participation 1) or the seed-mean's interval
+    at its worst grid round lies above; else inconclusive. The verdict: the weakest over the
+    settings inside the region under the chosen reading, lowered to a caveat when it holds but the
+    other reading's does not. Outside settings get the same rules as description only.
+    """
+    mg, primary = params["margins"], params["params"]["reading"]
+    slope_limit, g_limit = -1.0 + mg["slope_margin"], 1.0 + mg["g_tol"]
+    rules = {}
+    for name, s in measurements.items():
+        rules[name] = {}
+        for r in READINGS:
+            by = {meas: (NOT_SUPPORTED if s["diverged"] else
+                         verdict_at_most(s["slopes"][key], slope_limit))
+                  for meas, key in (("omega", f"omega_{r}"), ("v", "v"))}
+            by["G"] = _g_rule(s["g"][r], s["participation"], g_limit)
+            rules[name][r] = by
+    inside = [n for n, s in measurements.items() if s["region"] == "inside"]
+    if not inside:
+        raise ValueError("decide needs at least one setting inside the region, got none")
+    by_reading = {r: combine([v for n in inside for v in rules[n][r].values()]) for r in READINGS}
+    other = next(r for r in READINGS if r != primary)
+    verdict = by_reading[primary]
+    if verdict == HOLDS and by_reading[other] != HOLDS:
+        verdict = CAVEAT
+    return Decision(verdict, {"reading": primary, "by_reading": by_reading, "rules": rules,
+                              "inside": inside, "slope_limit": slope_limit, "g_limit": g_limit,
+                              "slope_margin": mg["slope_margin"], "g_tol": mg["g_tol"]})
+
+
+def _at(params, **margins):
+    return {"params": params["params"], "margins": {**params["margins"], **margins}}
+
+
+def _reading_text(r):
+    return ("the ordinary Lagrangian (rho = 0 in the pair terms, unsmoothed SCAD)" if r ==
+            "lagrangian" else "the augmented Lagrangian L_rho")
+
+
+def analyze(table, params, rng):
+    p, mg = params["params"], params["margins"]
+    meas = measure(table, p, rng)
+    dec = decide(meas, params)
+    sens = [
+        sensitivity_line("slope margin", mg["slope_margin"],
+                         lambda v: decide(meas, _at(params, slope_margin=v)).verdict,
+                         mg["slope_margin_neighbours"]),
+        sensitivity_line("G tolerance", mg["g_tol"],
+                         lambda v: decide(meas, _at(params, g_tol=v)).verdict,
+                         mg["g_tol_neighbours"]),
+        f"reading of L_0 (chosen {p['reading']}): " + "; ".join(
+            f"{r} -> {decide(meas, {'params': {**p, 'reading': r}, 'margins': mg}).verdict}"
+            for r in READINGS),
+    ]
+    region_rows = table.groupby(["setting", "seed"], sort=False).first().reset_index()[
+        ["setting", "seed", "rho", "participation", "region", "L_f", "alpha", "alpha_max", "c",
+         "T_min", "rho_lower", "violated", "g_bound", "g_lagrangian_max", "g_augmented_max",
+         "g_augmented_rounds_over", "g_augmented_last_over", "rounds_to_cluster",
+         "rounds_to_tol", "n_clusters", "diverged"]]
+    return Verdict(dec.verdict, _numbers(meas, dec), _summary(meas, dec, p),
+                   caveats=_caveats(meas, dec, p), sensitivity=sens, scope=_scope(meas, dec),
+                   tables={"_runs.csv": region_rows})
+
+
+def _median(first, col):
+    return float(np.median(first[col].to_numpy(dtype=float)))
+
+
+def _median_rounds(first, col):
+    """Median rounds over seeds, a run that never got there counting as infinitely many."""
+    v = first[col].to_numpy(dtype=float)
+    return float(np.median(np.where(np.isfinite(v), v, np.inf)))
+
+
+def _rounds(first, col):
+    med = _median_rounds(first, col)
+    return f"{med:g}" if np.isfinite(med) else f"> {int(first['rounds_done'].min())}"
+
+
+def _violated(first):
+    v = first["violated"].iloc[0]  # "" (inside) reads back from a stored CSV as NaN
+    return v if isinstance(v, str) and v else "none"
+
+
+def _numbers(meas, dec):
+    r0 = dec.numbers["reading"]
+    rows = []
+    for name, s in meas.items():
+        f, rules = s["first"], dec.numbers["rules"][name][r0]
+        if s["region"] == "inside":
+            verdict = combine(list(rules.values()))
+            where = "inside"
+        else:
+            verdict = f"no verdict (outside; the rules give {combine(list(rules.values()))})"
+            where = "outside: violates " + _violated(f)
+        ga = s["g"]["augmented"]
+        rows.append({
+            "setting": name, "region": where,
+            "slope of mean ||grad_w L_0||^2": s["slopes"][f"omega_{r0}"].fmt(),
+            "slope of mean ||grad_v L_0||^2": s["slopes"]["v"].fmt(),
+            "K x mean growth (w, v)": f"{s['growth'][f'omega_{r0}']:.3f}, {s['growth']['v']:.3f}",
+            "max ||G||^2/bound (Lagrangian)": f"{s['g']['lagrangian']['max']:.3g}",
+            "max ||G||^2/bound (augmented)": (
+                f"{ga['max']:.3g} (above in rounds up to "
+                f"{int(f['g_augmented_last_over'].max())})"),
+            "rounds to cluster (median)": _rounds(f, "rounds_to_cluster"),
+            "rounds to ||grad_w||^2 <= tol (median)": _rounds(f, "rounds_to_tol"),
+            "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def _constants_text(meas, p):
+    parts, seen = [], set()
+    for s in meas.values():
+        if s["rho"] in seen:
+            continue
+        seen.add(s["rho"])
+        f = s["first"]
+        viol = _violated(f)
+        parts.append(f"rho = {s['rho']:g}: alpha = 1/(L_f + 2 rho) = {_median(f, 'alpha'):.3g}, "
+                     f"c = {_median(f, 'c'):.3f}, smallest T = {int(f['T_min'].max())}, rho must "
+                     f"exceed {_median(f, 'rho_lower'):.4g} (violated: {viol})")
+    lf = np.concatenate([s["first"]["L_f"].to_numpy() for s in meas.values()])
+    return (f"Region (L_- = 0, squared loss, median over data sets; L_f in [{lf.min():.3g}, "
+            f"{lf.max():.3g}], T = {p['local_steps']}, lam = {p['lam']:g}, xi = {p['xi']:g}, "
+            f"a = {p['a']:g}; 2 lam/xi = {2 * p['lam'] / p['xi']:g} binds): " + "; ".join(parts)
+            + ".")
+
+
+def _setting_text(name, s, r0):
+    f = s["first"]
+    return (f"{name}: slopes {s['slopes'][f'omega_{r0}'].fmt(3)} (w), {s['slopes']['v'].fmt(3)} "
+            f"(v); max ||G||^2/bound {s['g']['lagrangian']['max']:.3g} (Lagrangian), "
+            f"{s['g']['augmented']['max']:.3g} (augmented); clustered for good after "
+            f"{_rounds(f, 'rounds_to_cluster')} rounds, ||grad_w L_0||^2 <= tol after "
+            f"{_rounds(f, 'rounds_to_tol')} (medians)")
+
+
+def _summary(meas, dec, p):
+    r0, nums = dec.numbers["reading"], dec.numbers
+    ins = [n for n in meas if meas[n]["region"] == "inside"]
+    out = [n for n in meas if meas[n]["region"] == "outside"]
+    text = (f"L_0 read as {_reading_text(r0)}; measures over {p['rounds']} rounds, m = {p['m']}, "
+            f"k = {p['k']}, {p['seeds']} data sets. " + _constants_text(meas, p) + " Rules: slope "
+            f"of the running means over the last {p['slope_window']:g}-fold range of K at or "
+            f"below {nums['slope_limit']:g}; ||G||^2 <= {nums['g_limit']:g} x m^2 lam^2 xi^2/"
+            f"(lam + xi)^2 at every round. Inside the region: "
+            + "; ".join(_setting_text(n, meas[n], r0) for n in ins) + ". Outside (the theorem "
+            "says nothing there; no verdict): " + "; ".join(_setting_text(n, meas[n], r0)
+                                                            for n in out) + ".")
+    text += " " + _reach_text(meas, ins, p["rounds"])
+    by = nums["by_reading"]
+    return text + (f" Verdict under {r0}: {by[r0]}; under the other reading: "
+                   f"{by[next(r for r in READINGS if r != r0)]}. Only the shape is checked: "
+                   "C_1 (with F* and L_h, not defined in the abstract) is not.")
+
+
+def _reach_text(meas, ins, rounds):
+    """Rounds to cluster inside the region against the smallest rho at the same participation."""
+    parts = []
+    for n in ins:
+        s = meas[n]
+        same = [b for b in meas if meas[b]["participation"] == s["participation"]]
+        base = min(same, key=lambda b: meas[b]["rho"])
+        here, there = (_median_rounds(meas[b]["first"], "rounds_to_cluster") for b in (n, base))
+        if not np.isfinite(there):
+            continue
+        if np.isfinite(here):
+            parts.append(f"{n} clusters for good after {here:g} rounds (median), "
+                         f"{here / there:.3g} times the {there:g} of {base}")
+        else:
+            parts.append(f"{n} has not clustered for good within {rounds} rounds in most data "
+                         f"sets ({base}: {there:g} rounds)")
+    return ("Reachable in practice? " + "; ".join(parts) + ".") if parts else ""
+
+
+def _scope(meas, dec):
+    by, r0 = dec.numbers["by_reading"], dec.numbers["reading"]
+    other = next(r for r in READINGS if r != r0)
+    if by[r0] == by[other]:
+        return ""
+    fails = sorted({f"{m_} in {n}" for n in dec.numbers["inside"]
+                    for m_, v in dec.numbers["rules"][n][other].items() if v != HOLDS})
+    return (f"{by[r0]} with L_0 {_reading_text(r0)}; {by[other]} with L_0 {_reading_text(other)} "
+            f"({', '.join(fails)})")
+
+
+def _caveats(meas, dec, p):
+    lag_max = max(s["g"]["lagrangian"]["max"] for s in meas.values())
+    aug_txt = ", ".join(f"{n}: {s['g']['augmented']['max']:.3g} (worst seed-mean at round "
+                        f"{s['g']['augmented']['K_worst']})" for n, s in meas.items())
+    firsts = [s["first"]["rounds_to_tol"].to_numpy(dtype=float) for s in meas.values()]
+    n_tol = int(sum(np.isfinite(f).sum() for f in firsts))
+    return [
+        "The abstract does not write L_0 out; the study reads it as "
+        f"{_reading_text(dec.numbers['reading'])}. With L_0 the ordinary Lagrangian the G bound "
+        "is exactly the supremum of ||G||^2 at the iterates (the theta step makes v_ij = grad "
+        "P~(theta_ij)): an identity, true for any rho inside or outside the region (largest "
+        f"measured ratio {lag_max:.3g}), so it checks the method, not the theorem's conditions. "
+        "That reading was settled after a first exploratory run showed the augmented reading's "
+        f"||G||^2 far above the bound in the first rounds; its ratios here: {aug_txt}.",
+        "Only the shape: C_1 and C_2 involve F*, L_h and L_g~, which the abstract does not define; "
+        "no constant is checked. A finite window cannot refute a bound with a free constant: the "
+        "slope rule asks that the running means have reached their 1/K regime within the window. "
+        f"||grad_w L_0||^2 itself fell below tol = {p['tol']:g} within {p['rounds']} rounds in "
+        f"{n_tol} of {sum(f.size for f in firsts)} runs (all settings).",
+        "Squared loss: convex, so L_- = 0 (the theorem asks L_- > 0; any small positive L_- leaves "
+        "the strict inequalities true at the chosen values); alpha = 1/(L_f + 2 rho), the largest "
+        "allowed.",
+        "Partial participation: round(p m) machines drawn each round; pairs with one participant "
+        "are updated (the package's reading of step 5). E over the draws is estimated by means "
+        "over seeds that also redraw the data.",
+    ]
+
+
+# ------------------------------------------------------------------------------ figure
+
+
+def _curves(ax, table, col, ylabel, title):
+    colours = {}
+    for name, ts in table.groupby("setting", sort=False):
+        med = ts.groupby("K")[col].median()
+        rho = float(ts["rho"].iloc[0])
+        part = float(ts["participation"].iloc[0])
+        colour = colours.setdefault(rho, f"C{len(colours)}")
+        ax.loglog(med.index, np.maximum(med.to_numpy(), 1e-12), "-" if part == 1.0 else "--",
+                  color=colour, lw=1.2,
+                  label=f"{name} ({ts['region'].iloc[0]})")
+    ax.set_xlabel("K (rounds)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+
+
+def figure(table, verdict, params):
+    from matplotlib.figure import Figure
+
+    r0 = params["params"]["reading"]
+    fig = Figure(figsize=(11, 8.5))
+    axes = fig.subplots(2, 2)
+    for ax, col, lab in ((axes[0, 0], f"mean_omega_{r0}", "(1/K) sum ||grad_w L_0||^2"),
+                         (axes[0, 1], "mean_v", "(1/K) sum ||grad_v L_0||^2")):
+        _curves(ax, table, col, lab, f"running mean, median over seeds (L_0: {r0})")
+        K = np.array([1.0, float(table["K"].max())])
+        top = float(table.loc[table["K"] == table["K"].max(), col].median())
+        ax.loglog(K, top * K[-1] / K, "k:", lw=1, label="1/K reference")
+        ax.legend(fontsize=6)
+    for ax, r in ((axes[1, 0], "lagrangian"), (axes[1, 1], "augmented")):
+        _curves(ax, table, f"g_{r}", "||G||^2 / bound (floored at 1e-12)",
+                f"||G^k||^2 against k, L_0 {r}")
+        ax.axhline(1.0, color="k", lw=1, label="bound m^2 lam^2 xi^2/(lam+xi)^2")
+        ax.set_xlabel("k (round)")
+        ax.legend(fontsize=6)
+    fig.suptitle(f"FPTH1 (FPFC Theorem 1): {verdict.verdict}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+STUDY = Study(
+    id="FPTH1", order=320, paper="FPFC",
+    title="Theorem 1: O(1/K) stationarity of FPFC inside its region of rho",
+    claim=("Under Assumptions 1-3 and grad^2 f_i >= -L_- I with mu = rho - L_- > 0, if "
+           "T_i > -2 log 2/log c, 0 < alpha <= 1/(L_f + 2 rho - L_-) and rho > max{L_f/(1 - "
+           "2 c^(T/2)), 2 lambda/xi, 2/(a - 1), L_-} (c = 1 - alpha 2 mu (L_f + rho)/(L_f + rho + "
+           "mu), T = min T_i), FPFC's running means (1/K) sum_{k<K} E||grad_omega L_0||^2 and "
+           "E||grad_v L_0||^2 are at most C [F(omega^0) - F* + m xi lambda/4]/K, and "
+           "E||G(omega^{k+1}, theta^{k+1}, v^{k+1})||^2 <= m^2 lambda^2 xi^2/(lambda + xi)^2 at "
+           "every round."),
+    location="Theorem 1 (Section 'Approach') of the AAAI 2023 student abstract",
+    schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
