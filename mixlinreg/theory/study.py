@@ -251,8 +251,8 @@ class Context:
     study_id : str
     preset : {"smoke", "quick", "paper"}
         ``smoke`` is for the test suite (seconds), ``quick`` for ``mixlinreg check --preset quick``
-        (all 12 IDs in about 4 minutes on two cores once numba has compiled, measured for the
-        README), ``paper`` as large as the verdicts need (``"full"``, its former name, is read as
+        (minutes per paper on two cores; the README gives the measured times), ``paper`` as large
+        as the verdicts need (``"full"``, its former name, is read as
         ``"paper"``).
     out : path
         Folder for tables, figures and the per-study JSON (``figures/checks``).

@@ -64,7 +64,7 @@ def compute(spec, params, rng, shared):
 
 def analyze(table, params, rng):
     table = table.assign(cond=table["choice"])
-    ms = fptab1.measure(table, params, rng, score="err", higher=False)
+    ms = fptab1.measure(table, params, rng, score="err")
     decision = fptab1.decide(ms, params)
     fmt = lambda x: f"{x:.3f}"  # noqa: E731
     t1 = fptab1.table1(table, params, rng, score="err", score_fmt=fmt, score_word="Err")
