@@ -59,7 +59,7 @@ def test_grams_give_cfl_linear_s_stationary_point_and_gradients(n):
     rng = np.random.default_rng(3)
     ts = cflr6.centers("simplex", 3, 10, 1.0, rng)
     X, y, labels = cfl_linear.draw_clients(ts, [4, 4, 4], n, 0.5, rng)
-    grams = cflr6.Grams(X, y)
+    grams = cfl_linear.Grams(X, y)
     for members in (np.arange(12), np.array([0, 1, 2, 3, 8, 9, 10, 11]), np.array([5, 6, 7, 4])):
         want = cfl_linear.stationary_point(X[members], y[members])
         got = grams.stationary_point(members)
@@ -73,7 +73,7 @@ def test_grams_give_cfl_linear_s_stationary_point_and_gradients(n):
 def test_grams_fall_back_to_the_minimum_norm_fit_when_singular():
     rng = np.random.default_rng(0)
     X, y, _ = cfl_linear.draw_clients(np.ones((1, 12)), [1], 4, 0.3, rng)  # 4 rows in d = 12
-    np.testing.assert_allclose(cflr6.Grams(X, y).stationary_point(np.array([0])),
+    np.testing.assert_allclose(cfl_linear.Grams(X, y).stationary_point(np.array([0])),
                                cfl_linear.stationary_point(X, y), atol=1e-12)
 
 
@@ -114,7 +114,7 @@ def test_the_recursion_fails_as_soon_as_a_split_cuts_a_cluster():
     rng = np.random.default_rng(2)
     X, y, labels = cfl_linear.draw_clients(cflr6.centers("simplex", 3, 8, 1.0, rng), [2, 2, 2],
                                            40, 0.1, rng)
-    grams = cflr6.Grams(X, y)
+    grams = cfl_linear.Grams(X, y)
     assert cflr6.recursive_split(grams, labels)
     assert not cflr6.recursive_split(grams, labels, first=(np.array([0]), np.arange(1, 6)))
 

@@ -152,32 +152,6 @@ def cfl_thresholds(sigma, d, n, separation, lr, eps1_ratio):
     return eps1_ratio * eps2, eps2
 
 
-class Grams:
-    """The clients' ``A_i = X_i^T X_i / n`` and ``b_i = X_i^T y_i / n``, computed once per data set:
-    with equal ``n`` the stationary point of a group ``c`` (pooled least squares,
-    :func:`~mixlinreg.theory.cfl_linear.stationary_point`) solves ``(sum_c A_i) theta =
-    sum_c b_i``, and ``grad r_i(theta) = 2 (A_i theta - b_i)``
-    (:func:`~mixlinreg.theory.cfl_linear.client_gradients`), at ``O(d^2)`` per client instead of a
-    least squares over all the group's rows. A group whose pooled Gram matrix is (nearly) singular
-    falls back to the minimum-norm fit of ``cfl_linear``."""
-
-    def __init__(self, X, y):
-        self.X, self.y = X, y
-        n = X.shape[1]
-        Xt = X.transpose(0, 2, 1)
-        self.A = np.matmul(Xt, X) / n
-        self.b = np.matmul(Xt, y[:, :, None])[:, :, 0] / n
-
-    def stationary_point(self, members):
-        M = self.A[members].sum(axis=0)
-        if np.linalg.cond(M) > 1e10:
-            return cfl_linear.stationary_point(self.X[members], self.y[members])
-        return np.linalg.solve(M, self.b[members].sum(axis=0))
-
-    def gradients(self, members, theta):
-        return 2.0 * (self.A[members] @ theta - self.b[members])
-
-
 def _split(grams, members):
     """Rule (6) on the clients ``members`` at their own stationary point: ``(side_a, side_b,
     value)`` (global indices; ``value`` the largest cross similarity of the cut)."""
@@ -188,7 +162,7 @@ def _split(grams, members):
 
 def recursive_split(grams, labels, first=None) -> bool:
     """Recursive rule (6) with the truth as the stopping rule: split every group that holds more
-    than one true cluster at its own stationary point (``grams``: :class:`Grams` of the data);
+    than one true cluster at its own stationary point (``grams``: :class:`~mixlinreg.theory.cfl_linear.Grams` of the data);
     ``True`` if no split cuts a cluster. ``first`` is the top split when already computed,
     ``(side_a, side_b)``."""
     labels = np.asarray(labels)
@@ -213,7 +187,7 @@ def trial(geometry, k, n, sigma, p, rng, run_cfl):
     theta_star = centers(geometry, k, p["d"], p["R"], rng)
     X, y, labels = cfl_linear.draw_clients(theta_star, [p["clients_per_cluster"]] * k, n, sigma,
                                            rng)
-    grams = Grams(X, y)
+    grams = cfl_linear.Grams(X, y)
     a, b, value = _split(grams, np.arange(labels.size))
     ok = cuts_no_cluster(labels, a, b)
     row = {"ok_split": ok, "ok_tree": ok and recursive_split(grams, labels, (a, b)),
