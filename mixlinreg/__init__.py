@@ -14,6 +14,7 @@ from .data import (
     draw_trial,
     init_bernoulli,
     init_close,
+    tie_shared,
     make_logistic_mixture,
     make_mixture,
     make_student_t_mixture,
@@ -43,7 +44,7 @@ __all__ = [
     "IFCA", "ConvergenceWarning", "EmptyClusterWarning", "DataScaleWarning", "IFCAResult",
     "IFCATrace", "ifca", "use_backend",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
-    "make_student_t_mixture", "init_bernoulli", "init_close",
+    "make_student_t_mixture", "init_bernoulli", "init_close", "tie_shared",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",
     "misclassification_rate", "pairwise_dist",
 ]

@@ -48,7 +48,7 @@ EXTRA_HINT = ("backend='jax' needs JAX, an optional extra of mixlinreg: pip inst
 
 #: The static part of a call: everything that changes the compiled program (shapes aside).
 Config = namedtuple("Config", "code nout k model_avg local_steps resample n_sub use_part early_stop "
-                              "trace has_star n_iter")
+                              "trace has_star n_iter use_shared")
 
 
 def import_jax():
@@ -91,7 +91,7 @@ def _argmin(jnp, L):
     return jnp.where(jnp.any(best, axis=-1), jnp.argmax(best, axis=-1), 0).astype(jnp.int32)
 
 
-def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, star):
+def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, star, shared):
     """The whole call: ``cfg.n_iter`` iterations of all runs, then the final evaluation."""
     jnp, lax = jax.numpy, jax.lax
     HI = lax.Precision.HIGHEST
@@ -199,6 +199,15 @@ def _program(jax, cfg, X, Y, yidx, theta0, lr, l2, delta, part, tol, thresh, sta
         else:
             chosen = jnp.ones((R, k), dtype=bool)
             new = old - (lr.astype(f64) / m)[:, None, None, None] * s
+        if cfg.use_shared:  # weight sharing: one value from every participating machine
+            tot = jnp.sum(s, axis=1)  # (R, nout, d)
+            if cfg.model_avg:
+                ctot = jnp.sum(cnt, axis=1)[:, None, None]
+                val = jnp.where(ctot > 0, tot / jnp.maximum(ctot, 1.0), old[:, 0])
+            else:
+                val = old[:, 0] - (lr.astype(f64) / m)[:, None, None] * tot
+            new = jnp.where(shared[None, None, None, :], val[:, None], new)
+            chosen = jnp.ones((R, k), dtype=bool)  # every model's shared part moves
         new = new.astype(dt)
         new64 = new.astype(f64)
         bad = jnp.any(chosen[:, :, None, None] & (~jnp.isfinite(new64) | (jnp.abs(new64) > thresh)),
@@ -269,12 +278,13 @@ def run_jax(prob):
     cfg = Config(code=KERNEL_CODES[prob.loss], nout=prob.nout, k=k, model_avg=prob.averaging == "model",
                  local_steps=prob.local_steps, resample=prob.resample, n_sub=prob.n_sub,
                  use_part=prob.use_part, early_stop=prob.early_stop, trace=prob.trace,
-                 has_star=prob.has_star, n_iter=prob.n_iter)
+                 has_star=prob.has_star, n_iter=prob.n_iter, use_shared=prob.use_shared)
     try:
         with _x64(jax):
             out = _compiled()(cfg, prob.X, prob.Y, prob.yidx.astype(np.int32), prob.theta, prob.lr,
                               np.float64(prob.l2), np.float64(prob.huber_delta), prob.part,
-                              np.float64(prob.tol), np.float64(prob.thresh), prob.star)
+                              np.float64(prob.tol), np.float64(prob.thresh), prob.star,
+                              prob.shared)
             out = jax.device_get(out)
     except Exception as exc:  # XLA's out-of-memory error, whatever its class in this JAX version
         if "RESOURCE_EXHAUSTED" not in str(exc) and "out of memory" not in str(exc).lower():

@@ -60,8 +60,10 @@ Data = namedtuple("Data", "X Y yidx use_stats A Bv cv")
 #: ``nout`` vectors ``theta[r, j * nout + c]`` (column c of the matrix), one logit each.
 Loss = namedtuple("Loss", "code delta l2 nout")
 #: How a machine contributes: step sizes ``lr`` (R,), option II (``model_avg``) with
-#: ``local_steps``, and the participation mask ``part`` (n_iter, R, m) when ``use_part``.
-Update = namedtuple("Update", "lr model_avg local_steps use_part part")
+#: ``local_steps``, the participation mask ``part`` (n_iter, R, m) when ``use_part``, and, when
+#: ``use_shared``, the coordinates ``shared`` (d,) bool that all k models share (weight sharing:
+#: one copy updated from every participating machine, see :func:`_finish_all`).
+Update = namedtuple("Update", "lr model_avg local_steps use_part part use_shared shared")
 #: The rows of one iteration: losses on ``[e0, e0 + ne)``, the gradient on ``[g0, g0 + ng)``.
 Rows = namedtuple("Rows", "e0 ne g0 ng")
 #: The runs of one sweep: ``act[:na]`` (run indices) with their k models of ``nout`` outputs
@@ -429,12 +431,20 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
     chunks and blocks make the result independent of the number of threads. The k models are
     the columns of ``ctot`` (Rp, k); each has ``nout = theta.shape[1] // k`` vectors, and its
     relative step is that of the whole model (Frobenius norms).
+
+    Weight sharing (``upd.use_shared``): a coordinate ``q`` with ``upd.shared[q]`` holds one value
+    for all k models (the wrapper checks that they start equal). Option I moves it by the sum of
+    every participating machine's gradient at its chosen model, ``- (lr / m) sum_i g_i[q]``
+    (gradient averaging over all machines); option II sets it to the mean of every participating
+    machine's local model (FedAvg over all machines; unchanged when no machine participates). The
+    other coordinates are IFCA's, as without sharing.
     """
     # every field is read into a local first: inside prange, numba's parfor lowering must see the
     # arrays themselves (writes through a tuple's field in a prange body were lost)
     theta, asg, asg_prev, lmin, frozen = st.theta, st.asg, st.asg_prev, st.lmin, st.frozen
     diverged, converged, n_iter_out = st.diverged, st.converged, st.n_iter_out
     model_avg, lr = upd.model_avg, upd.lr
+    use_shared, shared = upd.use_shared, upd.shared
     early_stop, tol, thresh = stop.early_stop, stop.tol, stop.thresh
     do_trace, tr_labels, tr_loss, tr_dist = tr.on, tr.labels, tr.loss, tr.dist
     has_star, theta_star = tr.has_star, tr.star
@@ -482,9 +492,17 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
                 if frozen[r]:
                     continue
                 scale = lr[r] / m
+                if use_shared and shared[q]:
+                    _update_shared(theta, r, q, a, k, nout, base, gflat, ctot, model_avg, scale,
+                                   thresh, nrm, b)
+                    continue
                 for j in range(k):
                     c = ctot[a, j]
                     if model_avg and c == 0:
+                        if use_shared:  # its shared coordinates moved: the step is relative to
+                            for v in range(j * nout, (j + 1) * nout):  # the whole model
+                                o = np.float64(theta[r, v, q])
+                                nrm[b, a, j, 0] += o * o
                         continue  # a model nobody chose keeps its value
                     for v in range(j * nout, (j + 1) * nout):
                         col = base + a * k * nout + v
@@ -536,6 +554,38 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
                 n_iter_out[r] = it + 1
         for i in range(m):
             asg_prev[r, i] = asg[r, i]
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def _update_shared(theta, r, q, a, k, nout, base, gflat, ctot, model_avg, scale, thresh, nrm, b):
+    """Coordinate ``q`` of run ``r``, shared by its k models: one new value from the sums of all
+    k models' columns (every participating machine), written into every model (see
+    :func:`_finish_all`); the step and divergence checks count it in every model."""
+    nchunks = gflat.shape[0]
+    for c in range(nout):
+        s = 0.0
+        cnt = 0
+        for j in range(k):
+            col = base + (a * k + j) * nout + c
+            for ch in range(nchunks):
+                s += gflat[ch, col]
+            cnt += ctot[a, j]
+        old = theta[r, c, q]  # every model holds this value
+        if model_avg:
+            if cnt > 0:
+                theta[r, c, q] = s / cnt
+        else:
+            theta[r, c, q] = old - scale * s
+        nv = theta[r, c, q]
+        bad = not np.isfinite(nv) or abs(nv) > thresh
+        dq = np.float64(nv) - np.float64(old)
+        for j in range(k):
+            v = j * nout + c
+            theta[r, v, q] = nv
+            if bad:
+                nrm[b, a, j, 2] = 1.0
+            nrm[b, a, j, 0] += np.float64(old) * np.float64(old)
+            nrm[b, a, j, 1] += dq * dq
 
 
 # ---------------------------------------------------------------------------------- the drivers

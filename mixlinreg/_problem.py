@@ -65,11 +65,13 @@ class _Problem:
     trace: bool
     method: str  # "data", "stats" or "gram"
     gram_memory: int
+    shared: np.ndarray = None  # (d,) bool: coordinates all k models share (weight sharing)
+    use_shared: bool = False
 
     @classmethod
     def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
            resample, participation, y_index, theta_star, early_stop, tol, diverge_threshold,
-           trace, method, gram_memory, dtype, rng):
+           trace, method, gram_memory, dtype, rng, shared=None):
         X, Y, y_ndim, dt = _check_data(X, y, dtype)
         m, n, d = X.shape
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
@@ -96,14 +98,19 @@ class _Problem:
         resample, n_sub = _check_resample(resample, n, n_iter)
         part, use_part = _check_participation(participation, n_iter, R, m, rng)
         star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt, nout)
+        shared, use_shared = check_shared(shared, d)
+        if use_shared:
+            _check_tied(theta, shared, k, nout)
         method = _choose_method(method, loss=loss, resample=resample, averaging=averaging,
                                 participation=participation, trace=trace, dt=dt,
-                                gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k)
+                                gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k,
+                                use_shared=use_shared)
         return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, nout=nout, lr=lr, loss=loss,
                    l2=l2, huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
-                   trace=trace, method=method, gram_memory=gram_memory)
+                   trace=trace, method=method, gram_memory=gram_memory, shared=shared,
+                   use_shared=use_shared)
 
 
 def _check_data(X, y, dtype):
@@ -246,12 +253,16 @@ def _check_theta_star(theta_star, C, d, dt, nout=1):
 
 
 def _choose_method(method, *, loss, resample, averaging, participation, trace, dt, gram_memory,
-                   R, m, n, d, k):
+                   R, m, n, d, k, use_shared=False):
     """The path of the call: ``method`` checked against where it applies, ``"auto"`` resolved."""
     stats_ok = loss == "squared" and not resample and averaging == "gradient"
     if method == "stats" and not stats_ok:
         raise ValueError("method='stats' needs loss='squared', resample=False and averaging='gradient'")
-    gram_ok = gram_applicable(loss, resample, averaging, participation)
+    if method == "gram" and use_shared:
+        raise ValueError("method='gram' does not take shared coordinates (its certified bounds "
+                         "assume each model moves by its own machines only); use method='auto', "
+                         "'data' or 'stats' with shared=")
+    gram_ok = gram_applicable(loss, resample, averaging, participation) and not use_shared
     if method == "gram" and not gram_ok:
         raise ValueError("method='gram' needs loss='squared', resample=False, averaging='gradient' "
                          "and participation=None")
@@ -266,3 +277,47 @@ def _choose_method(method, *, loss, resample, averaging, participation, trace, d
             and 2.0 * R * m * n * d * (k + 1) >= _numerics.GRAM_MIN_FLOP):
         return "gram"
     return "data"
+
+
+def check_shared(shared, d):
+    """The shared coordinates as a bool mask (d,) and whether any is shared.
+
+    ``shared`` is None (no sharing), a bool array of shape (d,), or a sequence of distinct integer
+    coordinates in ``[0, d)``.
+    """
+    none = np.zeros(max(d, 1), dtype=np.bool_)
+    if shared is None:
+        return none, False
+    arr = np.asarray(shared)
+    if arr.dtype == np.bool_:
+        if arr.shape != (d,):
+            raise ValueError(f"shared must be None, a bool array of shape ({d},) or distinct integer "
+                             f"coordinates in [0, {d - 1}], got a bool array of shape {arr.shape}")
+        mask = np.ascontiguousarray(arr)
+    else:
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+            raise ValueError(f"shared must be None, a bool array of shape ({d},) or distinct integer "
+                             f"coordinates in [0, {d - 1}], got {arr.dtype} array of shape {arr.shape}")
+        idx = arr.astype(np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= d):
+            bad = int(idx[(idx < 0) | (idx >= d)][0])
+            raise ValueError(f"shared coordinates must lie in [0, {d - 1}], got {bad}")
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"shared coordinates must be distinct, got {idx.tolist()}")
+        mask = np.zeros(d, dtype=np.bool_)
+        mask[idx] = True
+    return mask, bool(mask.any())
+
+
+def _check_tied(theta, shared, k, nout):
+    """Every run's k models must hold equal values on the shared coordinates (one shared copy)."""
+    if k < 2:
+        return
+    v = theta[:, :, shared].reshape(theta.shape[0], k, nout, -1)
+    diff = np.abs(v - v[:, :1])
+    if not np.all(diff == 0):
+        r, j = (int(x) for x in np.argwhere(diff.reshape(theta.shape[0], k, -1).max(axis=2) != 0)[0])
+        raise ValueError(
+            f"init: with shared coordinates the k models of a run must hold equal values there (one "
+            f"shared copy); run {r} model {j} differs from model 0 by {float(diff[r, j].max())!r}; "
+            f"tie them with mixlinreg.tie_shared(init, shared)")

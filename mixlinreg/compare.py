@@ -24,6 +24,10 @@ Methods and their settings (all derived from the scenario, some tuned with the t
   the kept run. Communication convention: per round a machine receives the ``k`` models (``k d``)
   and sends one gradient (``d``), ``(k + 1) d`` floats; the restarts run side by side in the same
   rounds, so ``floats_sent_per_machine = (k + 1) d n_rounds n_runs`` with ``n_runs = n_init x 3``.
+* ``ifca_shared``: the same with weight sharing (``IFCA(shared=...)``) on the coordinates the
+  scenario's true models share (scenario ``shared_90``; skipped elsewhere: no coordinates are
+  known to be shared). Floats per round: the k own parts and one shared part received, one
+  gradient sent.
 * ``oracle``, ``global``, ``local``, ``one_shot`` (k-means with ``k_fit`` clusters): see
   :mod:`mixlinreg.baselines`.
 * ``soft_ifca``: temperature ``sigma^2 + 0.01`` (the loss of the right model, plus a floor), one
@@ -61,7 +65,7 @@ import pandas as pd
 
 from . import baselines
 from ._validation import check_choice, check_int
-from .data import init_bernoulli, make_mixture
+from .data import Trial, draw_trial, init_bernoulli, make_mixture
 from .ifca import IFCA
 from .config import PRESETS
 from .metrics import adjusted_rand, dist_matched
@@ -86,6 +90,7 @@ class Scenario:
     k_fit: int | None = None
     notes: str = ""
     methods: tuple | None = None  # None: every method; else the others are recorded as skipped
+    n_shared: int = 0  # the last n_shared coordinates are equal in every true model
 
     @property
     def k(self) -> int:
@@ -95,11 +100,16 @@ class Scenario:
         return {"name": self.name, "m": self.m, "n": self.n, "d": self.d, "k_true": self.k_true,
                 "R": self.R, "sigma": self.sigma, "theta_scale": self.theta_scale,
                 "sizes": None if self.sizes is None else list(self.sizes), "k_fit": self.k,
-                "notes": self.notes}
+                "notes": self.notes, **({"n_shared": self.n_shared} if self.n_shared else {})}
+
+    @property
+    def shared(self):
+        """The coordinates every true model shares (the last ``n_shared``), as indices."""
+        return np.arange(self.d - self.n_shared, self.d)
 
 
 # methods that use k (the misspecified-k scenarios run only these, plus the oracle as a yardstick)
-_K_METHODS = ("ifca", "oracle", "one_shot", "soft_ifca")
+_K_METHODS = ("ifca", "ifca_shared", "oracle", "one_shot", "soft_ifca")
 
 
 def _sizes(m, fractions):
@@ -126,7 +136,30 @@ def _build(m, n, d, m4, n_small, R, R_small, sigma, scale):
                                 **base))
     out.append(Scenario("n_lt_d", m=m, n=n_small, d=d, k_true=2, R=R, sigma=sigma,
                         theta_scale=scale, notes=f"n = {n_small} < d = {d}"))
+    own = max(2, d // 10)
+    out.append(Scenario("shared_90", m=m, k_true=2, n_shared=d - own,
+                        notes=f"true models equal on the last {d - own} of {d} coordinates "
+                              f"(weight sharing's setting)", **base))
     return out
+
+
+def _shared_mixture(sc, rng):
+    """The data of a scenario whose true models share their last ``n_shared`` coordinates: the
+    trial of :func:`mixlinreg.make_mixture` (same draws), with the 0/1 patterns made equal on the
+    shared coordinates (cluster 0's) and complementary on the own ones (so the k = 2 models differ
+    in every own coordinate; the first two own ones are fixed to 1/0 and 0/1 so that no pattern is
+    all zero)."""
+    if sc.k_true != 2:
+        raise ValueError(f"a shared-coordinate scenario needs k_true = 2, got {sc.k_true}")
+    trial = draw_trial(sc.m, sc.n, sc.d, 2, sizes=None if sc.sizes is None else list(sc.sizes),
+                       rng=rng)
+    B = trial.B.copy()
+    own = np.arange(sc.d - sc.n_shared)
+    B[1, own] = 1 - B[0, own]
+    B[:, own[:2]] = [[1, 0], [0, 1]]
+    B[1, sc.shared] = B[0, sc.shared]
+    return Trial(X=trial.X, B=B, z=trial.z, labels=trial.labels).mixture(sc.R, sc.sigma,
+                                                                         sc.theta_scale)
 
 
 def _schema():
@@ -196,6 +229,25 @@ def _ifca(mix, sc, proto, ss):
     return res, f"lr={est.lr_:g}, {n_runs} runs, {n_div} diverged"
 
 
+def _ifca_shared(mix, sc, proto, ss):
+    if not sc.n_shared:
+        raise _Skip("the scenario has no coordinates known to be shared")
+    steps = _steps(sc.k)
+    est = IFCA(n_clusters=sc.k, lr=steps, n_init=proto["n_init"], n_iter=proto["n_iter"],
+               early_stop=proto["early_stop"], tol=1e-7, rng=np.random.default_rng(ss),
+               shared=sc.shared)
+    est.fit(mix.X, mix.y)
+    n_runs = proto["n_init"] * len(steps)
+    own = sc.d - sc.n_shared
+    # per round a machine receives k own parts and one shared part, sends one gradient (d)
+    floats = float((sc.k * own + sc.n_shared + sc.d) * est.n_iter_ * n_runs)
+    res = baselines.BaselineResult(theta=est.coef_, labels=est.labels_, n_rounds=est.n_iter_,
+                                   floats_sent_per_machine=floats,
+                                   extra={"loss": est.loss_, "lr": est.lr_})
+    n_div = int(est.result_.diverged.sum())
+    return res, f"lr={est.lr_:g}, {n_runs} runs, {n_div} diverged, {sc.n_shared} shared coordinates"
+
+
 def _oracle(mix, sc, proto, ss):
     return baselines.oracle(mix.X, mix.y, mix.labels), ""
 
@@ -262,7 +314,7 @@ def _fpfc(mix, sc, proto, ss):
 
 
 #: method name -> runner; the order fixes each method's seed index
-METHODS = {"ifca": _ifca, "oracle": _oracle, "global": _global, "local": _local,
+METHODS = {"ifca": _ifca, "ifca_shared": _ifca_shared, "oracle": _oracle, "global": _global, "local": _local,
            "one_shot": _one_shot, "soft_ifca": _soft_ifca, "cfl": _cfl, "fpfc": _fpfc}
 METHOD_NAMES = tuple(METHODS)
 
@@ -408,9 +460,12 @@ def _compute_unit(by_unit, proto, unit, data_ss):
         _WARMED.append(True)
     sc, s = by_unit[unit]
     with threadpool_limits(limits=1, user_api="blas"):
-        mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
-                           theta_scale=sc.theta_scale,
-                           sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
+        if sc.n_shared:
+            mix = _shared_mixture(sc, data_ss)
+        else:
+            mix = make_mixture(sc.m, sc.n, sc.d, sc.k_true, sc.R, sc.sigma,
+                               theta_scale=sc.theta_scale,
+                               sizes=None if sc.sizes is None else list(sc.sizes), rng=data_ss)
         rows = []
         for name in METHODS:
             # streams keyed by names (scenario, method), never by position in a list

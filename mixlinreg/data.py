@@ -59,7 +59,7 @@ from ._validation import (
     check_int,
 )
 from .geometry import min_separation
-from .inits import init_bernoulli, init_close  # noqa: F401 (re-exported)
+from .inits import init_bernoulli, init_close, tie_shared  # noqa: F401 (re-exported)
 
 __all__ = [
     "Mixture",

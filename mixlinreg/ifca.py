@@ -148,7 +148,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
-         gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None):
+         gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None,
+         shared=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -252,6 +253,17 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         ``"numba"`` unless :func:`mixlinreg.use_backend` says otherwise. Both backends share this
         function's validation, so bad input gets the same error from either.
 
+    shared : None, bool array (d,) or sequence of ints, optional
+        Weight sharing (Section 4.3 of the long version, 4.1 of the NeurIPS version): the
+        coordinates (for ``loss="multinomial"``, the feature rows of each d x C model) that all k
+        models share. They hold one value, trained on every participating machine at the model
+        it chose: option I moves them by ``- (lr / m) sum_i g_i`` over all participating machines
+        (plain gradient averaging), option II sets them to the mean of all participating
+        machines' local models (FedAvg); the other coordinates are IFCA's, exactly as without
+        sharing. ``init`` must hold equal values on them in the k models of every run
+        (:func:`mixlinreg.tie_shared` averages them); ``method="gram"`` does not apply. None or
+        no coordinate: plain IFCA.
+
     Returns
     -------
     IFCAResult
@@ -282,7 +294,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        averaging=averaging, local_steps=local_steps, resample=resample,
                        participation=participation, y_index=y_index, theta_star=theta_star,
                        early_stop=early_stop, tol=tol, diverge_threshold=diverge_threshold,
-                       trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng)
+                       trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng,
+                       shared=shared)
     threads = numba.get_num_threads() if n_threads is None else check_int(
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
     if backend == "jax":
@@ -322,7 +335,8 @@ def _run(prob, threads):
         cv = np.zeros((1, 1), dtype=np.float64)
     data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv)
     loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
-    upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part)
+    upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part,
+                 prob.use_shared, prob.shared)
     stop = Stop(prob.early_stop, prob.tol, prob.thresh)
     nchunks = min(m, _numerics.MAX_CHUNKS)
     chunk_lo = (np.arange(nchunks + 1, dtype=np.int64) * m) // nchunks
@@ -388,6 +402,11 @@ class IFCA(BaseEstimator):
         As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
     rng : None, int, SeedSequence or Generator
         Source of the random initializations.
+    shared : None, bool array (d,) or sequence of ints, default None
+        Weight sharing (see :func:`ifca`): coordinates all k models share, trained on every
+        machine. The random initializations are tied there (:func:`mixlinreg.tie_shared`: the mean
+        of the k models); an ``init`` array must already be tied. :meth:`bic` counts the shared
+        coordinates once.
 
     Attributes
     ----------
@@ -431,7 +450,7 @@ class IFCA(BaseEstimator):
     def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
                  loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
                  early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
-                 rng=None, diverge_threshold="auto"):
+                 rng=None, diverge_threshold="auto", shared=None):
         self.n_clusters = n_clusters
         self.lr = lr
         self.n_init = n_init
@@ -449,6 +468,7 @@ class IFCA(BaseEstimator):
         self.n_threads = n_threads
         self.rng = rng
         self.diverge_threshold = diverge_threshold
+        self.shared = shared
 
     def _kernel_kwargs(self):
         return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
@@ -490,6 +510,10 @@ class IFCA(BaseEstimator):
             if theta0.shape[1:] != (k, d):
                 raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}), "
                                  f"got {theta0.shape}")
+        if self.shared is not None and isinstance(self.init, str):
+            from .inits import tie_shared
+
+            theta0 = tie_shared(theta0, self.shared).astype(dt)
         n_starts = theta0.shape[0]
         # run r uses initialization r // len(lrs) and step size lrs[r % len(lrs)]
         runs0 = np.repeat(theta0, lrs.size, axis=0)
@@ -497,7 +521,7 @@ class IFCA(BaseEstimator):
         res = ifca(X, y, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
                    local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
                    method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
-                   **self._kernel_kwargs())
+                   shared=self.shared, **self._kernel_kwargs())
         best = kept_run(res, f"diverge_threshold={self.diverge_threshold!r}; try a smaller lr "
                              f"(got {lrs.tolist()})")
         kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
@@ -579,7 +603,12 @@ class IFCA(BaseEstimator):
 
     def _n_parameters(self):
         k, d = self.coef_.shape
-        return k * d + (k - 1) + 1
+        s = 0
+        if self.shared is not None:
+            from ._problem import check_shared
+
+            s = int(check_shared(self.shared, d)[0].sum())
+        return k * (d - s) + s + (k - 1) + 1
 
     def bic(self, X, y):
         r"""Bayesian information criterion of the fitted mixture on ``X`` (m, n, d), ``y`` (m, n).
@@ -600,8 +629,9 @@ class IFCA(BaseEstimator):
         IFCA assigned to model j and ``sigma^2`` = the mean squared residual of every row under its
         machine's assigned model (floored at float64 resolution of ``mean(y^2)`` for noiseless
         data). Then ``BIC = -2 log L + p log m`` (Schwarz 1978) with ``p = k d + (k - 1) + 1``
-        free parameters: the k models, the k - 1 free mixing weights and the noise variance. The
-        machine assignments are not counted as parameters: they are latent variables summed out of
+        free parameters: the k models, the k - 1 free mixing weights and the noise variance
+        (with ``shared`` coordinates, ``p = k (d - s) + s + (k - 1) + 1``: the s shared ones
+        once). The machine assignments are not counted as parameters: they are latent variables summed out of
         the mixture likelihood above (this is the mixture BIC used for mixtures of regressions, see
         Hurn, Justel & Robert 2003; Khalili & Chen 2007 study order selection for them), not the
         classification likelihood. Empty models (no machine) still count in ``p``.

@@ -3,7 +3,8 @@
 ``init_bernoulli`` is the initialization of Section 6.1 and of the authors' code;
 ``init_close`` puts every model at distance exactly ``(1/2 - alpha0) Delta`` from its truth, the
 boundary of Assumption 1 (``Delta`` from :func:`mixlinreg.geometry.min_separation`). Both are
-re-exported by :mod:`mixlinreg.data` and :mod:`mixlinreg`.
+re-exported by :mod:`mixlinreg.data` and :mod:`mixlinreg`. ``tie_shared`` makes any start fit
+weight sharing (one value per shared coordinate, the mean of the k models').
 
 References
 ----------
@@ -19,7 +20,7 @@ from ._validation import (as_generator, check_array, check_choice, check_dtype, 
                           check_int)
 from .geometry import min_separation
 
-__all__ = ["init_bernoulli", "init_close"]
+__all__ = ["init_bernoulli", "init_close", "tie_shared"]
 
 DIRECTIONS = ("random", "adversarial")
 
@@ -137,3 +138,45 @@ def init_close(theta_star, alpha0, n_runs, rng=None, direction="random", dtype=N
             u[j] = (theta[near] - theta[j]) / dist[near]
         u = np.broadcast_to(u, (n_runs, k, d))
     return (theta + radius * u).astype(dtype)
+
+
+def tie_shared(init, shared, *, matrix=False):
+    """``init`` with its shared coordinates tied: each replaced by the mean over the k models.
+
+    Weight sharing (``mixlinreg.ifca(..., shared=...)``) keeps one copy of the shared coordinates,
+    so the k models of a run must start equal there; this is the start it takes from any other.
+
+    Parameters
+    ----------
+    init : array (R, k, d) or (k, d); with ``matrix=True`` (R, k, d, C) or (k, d, C)
+    shared : bool array (d,) or sequence of distinct ints in [0, d)
+        The shared coordinates (feature rows of matrix models).
+    matrix : bool, default False
+        Models are d x C matrices (``loss="multinomial"``).
+
+    Returns
+    -------
+    ndarray, a new array of init's shape and dtype (float64 unless init is float32).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tie_shared(np.array([[0.0, 1.0, 2.0], [4.0, 3.0, 2.0]]), [0, 1])
+    array([[2., 2., 2.],
+           [2., 2., 2.]])
+    """
+    from ._problem import check_shared
+
+    arr = np.asarray(init)
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    base = 3 if matrix else 2
+    if arr.ndim not in (base, base + 1):
+        shape = "(k, d, C) or (R, k, d, C)" if matrix else "(k, d) or (R, k, d)"
+        raise ValueError(f"init must have shape {shape}, got shape {arr.shape}")
+    full = arr[None] if arr.ndim == base else arr
+    d = full.shape[2]
+    mask, _ = check_shared(shared, d)
+    out = np.array(full, copy=True)
+    out[:, :, mask] = full[:, :, mask].mean(axis=1, keepdims=True)
+    return out[0] if arr.ndim == base else out

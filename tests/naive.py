@@ -154,8 +154,13 @@ def naive_dist(theta, theta_star):
 def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                averaging="gradient", local_steps=1, resample=False, participation_mask=None,
                y_index=None, theta_star=None, early_stop=False, tol=1e-6,
-               diverge_threshold=1e10, dtype=np.float64):
+               diverge_threshold=1e10, dtype=np.float64, shared=None):
     """Reference IFCA, one run, one iteration, one machine, one model at a time.
+
+    ``shared`` (a list of coordinates, feature rows of matrix models): weight sharing. After the
+    per-model update, those coordinates of every model are replaced by one value computed from
+    ALL participating machines: option I ``w - lr/m sum_i grad F_i(theta_{a_i})[shared]``, option
+    II the mean of all participating machines' local models there (unchanged if none took part).
 
     Returns a dict with theta (R, k, d) ((R, k, d, C) for the multinomial loss), labels (R, m),
     loss (R,), diverged (R,), converged (R,), n_iter (R,), trace_labels (n_iter+1, R, m),
@@ -255,6 +260,29 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                             count += 1
                     if count > 0:
                         new[j] = acc / count
+            # 3b. weight sharing: the shared coordinates from every participating machine
+            if shared is not None and len(shared) > 0:
+                sh = list(shared)
+                acc = np.zeros_like(theta[0][sh])
+                count = 0
+                for i in range(m):
+                    if not P[t, r, i]:
+                        continue
+                    mine = theta[a[i]]
+                    if averaging == "gradient":
+                        acc = acc + naive_grad(mine, X[i, G], yr[i, G], loss, l2, delta)[sh]
+                    else:
+                        th = mine.copy()
+                        for _ in range(local_steps):
+                            th = th - lr_r * naive_grad(th, X[i, G], yr[i, G], loss, l2, delta)
+                        acc = acc + th[sh]
+                    count += 1
+                if averaging == "gradient":
+                    value = theta[0][sh] - lr_r / m * acc
+                else:
+                    value = acc / count if count > 0 else theta[0][sh]
+                for j in range(k):
+                    new[j][sh] = value
             # 4. divergence
             if not np.all(np.isfinite(new)) or np.max(np.abs(new)) > threshold:
                 theta = new

@@ -97,7 +97,8 @@ def test_failing_method_is_recorded(monkeypatch):
     bad = rows[rows["method"] == "cfl"].iloc[0]
     assert bad["status"] == "error: RuntimeError: deliberate failure"
     assert np.isnan(bad["dist_matched"])
-    assert (rows.loc[rows["method"] != "cfl", "status"] == "ok").all()
+    others = rows.loc[~rows["method"].isin(["cfl", "ifca_shared"]), "status"]
+    assert (others == "ok").all()
     summary = compare.summarize(rows)
     assert compare.markdown_table(summary)  # a failed method does not break the report
 
@@ -115,3 +116,21 @@ def test_fpfc_skipped_above_guard():
 def test_unknown_preset():
     with pytest.raises(ValueError, match="preset"):
         compare.scenarios("nope")
+
+
+def test_shared_scenario_data_and_weight_sharing(smoke_run):
+    sc = next(s for s in SMOKE if s.name == "shared_90")
+    mix = compare._shared_mixture(sc, np.random.SeedSequence(5))
+    ts = mix.theta_star
+    own = np.arange(sc.d - sc.n_shared)
+    assert sc.n_shared == sc.d - max(2, sc.d // 10) and len(own) >= 2
+    np.testing.assert_array_equal(ts[0, sc.shared], ts[1, sc.shared])  # equal where shared
+    assert np.all(ts[0, own] != ts[1, own])  # different in every own coordinate
+    assert np.all(np.abs(ts).sum(axis=1) > 0)
+    rows = smoke_run[2]
+    sel = rows[(rows["scenario"] == "shared_90") & rows["method"].isin(["ifca", "ifca_shared"])]
+    assert len(sel) == 2 * N_SEEDS and (sel["status"] == "ok").all()
+    np.testing.assert_allclose(sel.loc[sel["method"] == "ifca_shared", "ari"], 1.0)
+    # elsewhere ifca_shared says why it did not run
+    other = rows[(rows["scenario"] != "shared_90") & (rows["method"] == "ifca_shared")]
+    assert (other["status"] == "skipped: the scenario has no coordinates known to be shared").all()
