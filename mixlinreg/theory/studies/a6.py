@@ -63,7 +63,6 @@ import numpy as np
 import pandas as pd
 
 from ...config import Spec
-from ...geometry import min_separation
 from ...ifca import ifca
 from ...stats import wilson_interval
 from ..constants import loss_constants, loss_parts, population_minimizers, sample_cluster
