@@ -292,7 +292,9 @@ def _digits(args):
     t0 = time.perf_counter()
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
                                 seed=args.seed, store=store, progress=not args.no_progress,
-                                preset=args.preset)
+                                preset=args.preset, n_test=args.n_test, **{key: getattr(args, key)
+                                for key in ("layout", "test_rule", "participation", "decay",
+                                            "rotations")})
     md, paths = write_digits_outputs(rows, recovery, args.out)
     print(md)
     print(f"digits: {rows['seed'].nunique()} seeds x {rows['method'].nunique()} methods in "
@@ -620,6 +622,31 @@ def _parser_digits(sub):
     g.add_argument("--n", type=positive_int, default=None, help="training images per machine [30]")
     g.add_argument("--tau", type=positive_int, default=None, help="local steps per round [5]")
     g.add_argument("--rounds", type=positive_int, default=None, help="communication rounds [100]")
+
+    def fraction(text):  # (0, 1]
+        if positive_float(text) > 1:
+            raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+        return float(text)
+
+    def degrees(text):  # "0,180": distinct multiples of 90 in [0, 270]
+        try:
+            return list(_quarters([int(v) for v in text.split(",")]))
+        except (ValueError, TypeError):
+            raise argparse.ArgumentTypeError(f"must be distinct degrees among 0,90,180,270 "
+                                             f"separated by commas, got {text!r}") from None
+
+    from .digits import LAYOUTS, TEST_RULES, _quarters
+
+    g.add_argument("--n-test", type=positive_int, default=None, help="test images per rotation [300]")
+    g.add_argument("--layout", choices=LAYOUTS, default=None, help="independent draws per machine, "
+                   "or partition: each rotated train image used once (Table 1) [independent]")
+    g.add_argument("--test-rule", choices=TEST_RULES, default=None, help="majority model of the "
+                   "rotation, or each test machine's lowest-loss model (Table 1) [majority]")
+    g.add_argument("--participation", type=fraction, default=None,
+                   help="fraction of machines per round for IFCA and global, in (0, 1] [1]")
+    g.add_argument("--decay", type=fraction, default=None, help="step decay per round, in (0, 1] [1]")
+    g.add_argument("--rotations", type=degrees, default=None,
+                   help="degrees of the clusters, e.g. 0,180 (k = their number) [0,90,180,270]")
     _add_out_store(g, "results/digits", "folder for everything this command makes [results/digits]",
                    "resumable per-seed rows; a rerun skips finished seeds [OUT/store]")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
