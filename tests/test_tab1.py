@@ -1,0 +1,233 @@
+"""Study TAB1 (Table 1 protocol on rotated digits): registration, the t interval, the pure
+``decide`` on made-up measurements at and around its thresholds, the sensitivity lines against
+``decide`` at the neighbours, ``measure`` on a made-up table, config errors, and a complete smoke
+record."""
+
+from __future__ import annotations
+
+import copy
+import doctest
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from mixlinreg.theory.study import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, VERDICTS
+from mixlinreg.theory.studies import get, run_study, tab1
+
+
+def _params(**margins):
+    params = copy.deepcopy(get("TAB1").config("paper").values)
+    params["margins"].update(margins)
+    return params
+
+
+def _column(d_ig, d_il, identified=10, seeds=10, d_gl=None):
+    return {"d_ifca_global": list(d_ig), "d_ifca_local": list(d_il),
+            "d_global_local": list(d_il if d_gl is None else d_gl), "identified": identified,
+            "seeds": seeds, "first": [2.0] * seeds, "acc": {}}
+
+
+UP = [0.05, 0.06, 0.07, 0.05, 0.06, 0.07, 0.05, 0.06, 0.07, 0.06]  # clearly above 0
+DOWN = [-x for x in UP]
+MIXED = [0.05, -0.06, 0.07, -0.05, 0.06, -0.07, 0.05, -0.06, 0.07, -0.06]
+
+
+def test_registered_with_both_locations():
+    study = get("TAB1")
+    assert study is tab1.STUDY and study.decide is tab1.decide
+    assert study.order == 110 and study.paper == "IFCA"
+    assert "long version" in study.location and "NeurIPS version" in study.location
+    assert "Table 1" in study.location and "Figure 4" in study.location
+
+
+def test_the_module_examples_run():
+    result = doctest.testmod(tab1, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 1 and result.failed == 0
+
+
+def test_t_interval_is_scipys():
+    v = np.array([0.1, 0.3, 0.2, 0.25, 0.15])
+    f = tab1.t_interval(v, 0.9)
+    lo, hi = sps.t.interval(0.9, len(v) - 1, loc=v.mean(), scale=sps.sem(v))
+    assert (f.est, f.lo, f.hi, f.n) == pytest.approx((v.mean(), lo, hi, 5), rel=1e-12)
+    g = tab1.t_interval([0.02] * 4, 0.95)  # no spread: the interval is the point
+    assert (g.lo, g.hi) == pytest.approx((0.02, 0.02), abs=1e-15)
+
+
+@pytest.mark.parametrize("d_ig, d_gl, verdict", [
+    (UP, UP, HOLDS),
+    (UP, DOWN, NOT_SUPPORTED),  # local beats global
+    (DOWN, UP, NOT_SUPPORTED),  # global beats IFCA
+    (UP, MIXED, INCONCLUSIVE),
+    (MIXED, UP, INCONCLUSIVE),
+])
+def test_a_ordering(d_ig, d_gl, verdict):
+    d = tab1.decide({"c": _column(d_ig, d_gl)}, _params())
+    assert d.numbers["columns"]["c"]["a"] == verdict and d.verdict == verdict
+
+
+def test_a_ordering_at_and_around_the_margin():
+    d = [0.015] * 5 + [0.016] * 5  # t interval about [0.0151, 0.0159]
+    ms = {"c": _column(d, UP)}
+    assert tab1.decide(ms, _params(order_margin=0.0)).verdict == HOLDS
+    assert tab1.decide(ms, _params(order_margin=0.01)).verdict == HOLDS
+    assert tab1.decide(ms, _params(order_margin=0.0155)).verdict == INCONCLUSIVE
+    assert tab1.decide(ms, _params(order_margin=0.02)).verdict == NOT_SUPPORTED
+    # a wider confidence widens the interval: 3 seeds of 0.01, 0.02, 0.03
+    ms = {"c": _column([0.01, 0.02, 0.03], UP[:3], identified=3, seeds=3)}
+    lo90 = tab1.t_interval([0.01, 0.02, 0.03], 0.9).lo
+    lo99 = tab1.t_interval([0.01, 0.02, 0.03], 0.99).lo
+    assert lo99 < 0 < lo90
+    assert tab1.decide(ms, _params(confidence=0.9)).numbers["columns"]["c"]["a"] == HOLDS
+    assert tab1.decide(ms, _params(confidence=0.99)).numbers["columns"]["c"]["a"] == INCONCLUSIVE
+
+
+@pytest.mark.parametrize("identified, seeds, verdict", [
+    (10, 10, HOLDS),  # Wilson lower bound 0.722 >= 0.7
+    (9, 9, HOLDS),  # 0.701
+    (8, 8, INCONCLUSIVE),  # 0.676
+    (9, 10, INCONCLUSIVE),
+    (2, 10, INCONCLUSIVE),  # upper bound 0.51
+    (1, 10, NOT_SUPPORTED),  # upper bound 0.40 < 0.5
+])
+def test_b_identification_at_and_around_its_thresholds(identified, seeds, verdict):
+    ms = {"c": _column(UP[:seeds], UP[:seeds], identified, seeds)}
+    d = tab1.decide(ms, _params())
+    assert d.numbers["columns"]["c"]["b"] == verdict
+    assert d.verdict == verdict
+
+
+def test_b_moves_with_the_rate_thresholds():
+    ms = {"c": _column(UP, UP, 9, 10)}  # Wilson [0.596, 0.982]
+    assert tab1.decide(ms, _params(rate_target=0.6)).verdict == INCONCLUSIVE
+    assert tab1.decide(ms, _params(rate_target=0.59)).verdict == HOLDS
+    ms = {"c": _column(UP, UP, 3, 10)}  # Wilson [0.108, 0.603]
+    assert tab1.decide(ms, _params(rate_floor=0.7)).verdict == NOT_SUPPORTED
+    assert tab1.decide(ms, _params(rate_floor=0.5)).verdict == INCONCLUSIVE
+
+
+def test_the_study_verdict_is_the_weakest_column_and_the_scope_names_each():
+    ms = {"mnist_n50": _column(UP, UP), "mnist_n200": _column(UP, DOWN),
+          "cifar_n14": _column(UP, UP, 9, 10)}
+    d = tab1.decide(ms, _params())
+    assert d.verdict == NOT_SUPPORTED
+    assert [v["verdict"] for v in d.numbers["columns"].values()] == [HOLDS, NOT_SUPPORTED,
+                                                                      INCONCLUSIVE]
+    cols = {"mnist_n50": {"n": 50, "dataset": "mnist"}, "mnist_n200": {"n": 200, "dataset": "mnist"},
+            "cifar_n14": {"n": 14, "dataset": "cifar"}}
+    scope = tab1.scope_line(d, cols)
+    assert scope.startswith("holds for n = 50 (MNIST-like); not supported for n = 200")
+    assert "IFCA > local not supported" in scope and "identification inconclusive" in scope
+
+
+def test_the_baselines_order_is_reported_not_judged():
+    """The claim is IFCA above each baseline: local above global (the analogue's linear model)
+    does not change the verdict, and the scope says it was not judged."""
+    ms = {"c": _column(UP, UP, d_gl=DOWN)}
+    d = tab1.decide(ms, _params())
+    assert d.verdict == HOLDS
+    assert d.numbers["columns"]["c"]["parts"]["d_global_local"] == NOT_SUPPORTED
+    scope = tab1.scope_line(d, {"c": {"n": 200, "dataset": "mnist"}})
+    assert scope == "holds for n = 200 (MNIST-like) (not judged: the table's global > local not supported)"
+
+
+def test_sensitivity_lines_read_decide_at_the_neighbours():
+    ms = {"a": _column([0.015] * 5 + [0.016] * 5, UP, 9, 10)}
+    params = _params()
+    lines = tab1.sensitivity(ms, params)
+    assert len(lines) == len(tab1.MARGINS)
+    for line, key in zip(lines, tab1.MARGINS):
+        for v in params["margins"][f"{key}_neighbours"]:
+            expect = tab1.decide(ms, tab1._at(params, key, v)).verdict
+            assert f"{v:g} -> {expect}" in line, (key, v, line)
+
+
+def test_measure_pairs_seeds_and_counts_identified():
+    rows = []
+    for s, (i, g, l) in enumerate([(0.9, 0.8, 0.7), (0.95, 0.7, 0.75)]):
+        rows += [{"kind": "method", "column": "c", "seed": s, "method": m, "acc": a}
+                 for m, a in (("local", l), ("ifca", i), ("global", g))]
+        ident = [0.5, 1.0, 1.0] if s == 0 else [0.5, 0.75, 0.75]
+        rows += [{"kind": "round", "column": "c", "seed": s, "round": t, "identity": v}
+                 for t, v in enumerate(ident)]
+    ms = tab1.measure(pd.DataFrame(rows), _params())["c"]
+    assert ms["d_ifca_global"] == pytest.approx([0.1, 0.25])
+    assert ms["d_global_local"] == pytest.approx([0.1, -0.05])
+    assert ms["d_ifca_local"] == pytest.approx([0.2, 0.2])
+    assert (ms["identified"], ms["seeds"]) == (1, 2)
+    assert ms["first"][0] == 1 and np.isnan(ms["first"][1])
+
+
+def test_columns_follow_the_config():
+    p = _params()["params"]
+    cols = tab1.columns(p)
+    assert list(cols) == ["mnist_n50", "mnist_n100", "mnist_n200", "cifar_n14"]
+    assert [c["m"] for c in cols.values()] == [112, 56, 28, 200]  # m n = k N, N = 1400
+    assert cols["cifar_n14"]["k"] == 2 and cols["cifar_n14"]["participation"] == 0.1
+    assert cols["cifar_n14"]["decay"] == 0.99 and cols["mnist_n50"]["tau"] == 10
+    names = [n for n, _ in tab1.units(get("TAB1").config("smoke").values)]
+    assert names[:2] == ["mnist_n50_s000", "mnist_n50_s001"] and names[-1] == "cifar_n20_s001"
+
+
+def _bad(section, **changes):
+    params = copy.deepcopy(get("TAB1").config("smoke").values)
+    params[section].update(changes)
+    return params
+
+
+@pytest.mark.parametrize("section, change, match", [
+    ("params", dict(n_train=210), "params.n_train"),
+    ("params", dict(mnist_n_test=130), "params.mnist_n_test"),
+    ("params", dict(cifar_n_test=1700), "add up to at most 1797"),
+    ("params", dict(mnist_n=[50, 50]), "params.mnist_n"),
+    ("params", dict(mnist_rotations=[0, 45]), "params.mnist_rotations"),
+    ("params", dict(cifar_n=200), "params.cifar_n"),
+    ("margins", dict(rate_floor=0.9), "margins.rate_floor"),
+])
+def test_bad_config_refused_naming_the_parameter(section, change, match):
+    with pytest.raises(ValueError, match=match):
+        tab1.units(_bad(section, **change))
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("seeds = 10 ", "seeds = 1 ", "params.seeds"),
+    ("cifar_participation = 0.1", "cifar_participation = 1.5", "params.cifar_participation"),
+    ("cifar_decay = 0.99", "cifar_decay = 0.0", "params.cifar_decay"),
+    ("confidence = 0.95", "confidence = 1.0", "margins.confidence"),
+])
+def test_bad_values_refused_by_the_loader(old, new, match, tmp_path):
+    src = Path(tab1.__file__).parents[2] / "configs" / "studies" / "TAB1.toml"
+    text = src.read_text()
+    assert old in text
+    path = tmp_path / "TAB1.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(ValueError, match=match):
+        get("TAB1").config("paper", path)
+
+
+def test_smoke_record_complete(tmp_path):
+    r = run_study("TAB1", preset="smoke", out=tmp_path, store=None)
+    assert r.verdict in VERDICTS and r.paper == "IFCA" and r.summary and r.claim and r.scope
+    for suffix in (".json", ".png", ".csv", "_table1.csv"):
+        assert (tmp_path / f"TAB1_smoke{suffix}").exists(), suffix
+    table = pd.read_csv(tmp_path / "TAB1_smoke.csv")
+    params = get("TAB1").config("smoke").values
+    cols = tab1.columns(params["params"])
+    meth = table[table["kind"] == "method"]
+    assert len(meth) == len(cols) * params["params"]["seeds"] * len(tab1.METHODS)
+    assert meth["acc"].between(0, 1).all()
+    rnd = table[table["kind"] == "round"]
+    assert rnd["identity"].between(0, 1).all()
+    for col, c in cols.items():  # rounds 0..rounds per seed
+        assert len(rnd[rnd["column"] == col]) == params["params"]["seeds"] * (c["rounds"] + 1)
+    t1 = pd.read_csv(tmp_path / "TAB1_smoke_table1.csv")
+    assert len(t1) == len(cols) * (len(tab1.METHODS) + 1)
+    assert t1.loc[t1["method"] == "ifca", "paper"].str.match(r"\d+\.\d\d ± ").all()
+    assert set(r.numbers["verdict"]) - {""} <= set(VERDICTS)
+    assert sum(r.numbers["row"].str.startswith("(")) == 3 * len(cols)
+    sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
+    assert len(sens) == len(tab1.MARGINS)
+    assert any("not comparable" in c for c in r.caveats)
