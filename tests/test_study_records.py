@@ -161,3 +161,24 @@ def test_a_note_records_its_outcome_and_may_make_its_own_table(tmp_path, cfg):
     assert (r.kind, r.verdict) == (NOTE, UNDETERMINED) and "mixlinreg reproduce" in r.summary
     with pytest.raises(ValueError, match="kind must be one of"):
         dataclasses.replace(TOY, kind="remark")
+
+
+def test_without_a_store_a_shared_piece_is_computed_once_per_run_configuration(tmp_path, cfg):
+    import dataclasses
+
+    calls = []
+
+    def offset(rng):
+        calls.append(1)
+        return _offset(rng)
+
+    def compute(spec, params, rng, shared):
+        off = shared("offset", offset)["offset"].iloc[0]
+        return pd.DataFrame({"seed": spec["seed"], "x": rng.normal(0.5 + off, 1.0, 50),
+                             "offset": off})
+
+    toy = dataclasses.replace(TOY, compute=compute)
+    a = run(toy, preset="smoke", out=tmp_path / "a", store=None, seed=11, config_path=cfg)
+    assert len(calls) == 1  # two units, one computation
+    run(toy, preset="smoke", out=tmp_path / "b", store=None, seed=12, config_path=cfg)
+    assert len(calls) == 2  # another seed is another configuration: computed anew

@@ -548,6 +548,11 @@ def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str
     return f"{what} (chosen {chosen:g}): " + "; ".join(parts)
 
 
+#: shared pieces of runs without a store, keyed by (the run's store tag, piece name): the tag
+#: hashes the study, preset, seed and config values, so a key never meets other inputs
+_SHARED_MEMO = {}
+
+
 def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequence):
     """One unit of a study, for the runner: ``study.compute`` with the unit's generator and
     ``shared(name, fn)`` (rows several units need, computed once through the same store)."""
@@ -565,9 +570,14 @@ def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequ
                                 f"{type(df).__name__}")
             return df
 
-        if folder is None:
-            counts["shared_computed"] += 1
-            return compute()
+        if folder is None:  # no store: computed once per process and run configuration
+            memo = (tag, key)
+            if memo not in _SHARED_MEMO:
+                counts["shared_computed"] += 1
+                if len(_SHARED_MEMO) >= 32:
+                    _SHARED_MEMO.pop(next(iter(_SHARED_MEMO)))
+                _SHARED_MEMO[memo] = compute()
+            return _SHARED_MEMO[memo].copy()
         df, computed = UnitStore(folder, tag=tag, legacy_tags=(None,)).get_or_compute(key, compute)
         counts["shared_computed" if computed else "shared_resumed"] += 1
         return df
