@@ -19,6 +19,9 @@ outcome actually seen is classified automatically:
   traceback or a timeout;
 * ``lost``: a command that exited 0 but did not leave the results it reported.
 
+``experiments/probe_cases_i25_*.py`` hold the cases of issue 25 (classes 101-110: issue 25's class
+c is 100 + c), in the same ``(class, name, callable)`` form; ``--only 101 104`` runs some of them.
+
 Classes 1, 6-11 are issue 11 part B (flags, environment, overflow, counts and messages, choosing k,
 first use and progress, stale text). If ``experiments/probe_cases_store.py`` (issue 11 part A:
 store integrity, concurrent processes, names and paths, output folders) is importable, its
@@ -657,6 +660,28 @@ def _store_cases():
             for cls, name, fn in probe_cases_store.cases_store_paths()]
 
 
+def _issue25_cases(only=None):
+    """The cases of issue 25's classes: every ``experiments/probe_cases_i25_*.py`` module's
+    ``cases()`` ``(class, name, callable)`` triples, classes named by its ``CLASSES`` (numbered
+    from 101: issue 25's class c is 100 + c)."""
+    import importlib
+
+    out = []
+    sys.path.insert(0, str(ROOT / "experiments"))
+    try:
+        for path in sorted((ROOT / "experiments").glob("probe_cases_i25_*.py")):
+            mod = importlib.import_module(path.stem)
+            names = getattr(mod, "CLASSES", {})
+            for cls, name, fn in mod.cases():
+                if only and cls not in only:
+                    continue
+                out.append((f"{cls} {names[cls]}" if cls in names else str(cls), name, fn,
+                            "external"))
+    finally:
+        sys.path.remove(str(ROOT / "experiments"))
+    return out
+
+
 def _judge(kind, target):
     if kind == "external":
         try:
@@ -706,7 +731,8 @@ def main(argv=None):
             if args.verbose or label not in ("clear error", "correct result"):
                 print(f"[{label:>14}] {CLASS_NAMES.get(cls, cls)} | {name} | {detail}", flush=True)
     logging.getLogger("mixlinreg").setLevel(logging.NOTSET)
-    store_cases = _store_cases()
+    store_cases = [] if args.only else _store_cases()
+    store_cases += _issue25_cases(args.only)
     for cls, name, fn, kind in store_cases:
         label, detail = _judge(kind, fn)
         results.append((str(cls), name, label, detail))
@@ -723,8 +749,8 @@ def main(argv=None):
     print()
     print("\n".join(lines))
     print(f"\n{len(results)} cases in {time.perf_counter() - t0:.0f} s (scratch folder {TMP}); "
-          + (f"{len(store_cases)} store/path cases from experiments/probe_cases_store.py"
-             if store_cases else "experiments/probe_cases_store.py (classes 2-5) not found"))
+          + f"{len(store_cases)} cases from experiments/probe_cases_store.py and "
+            "experiments/probe_cases_i25_*.py (issue 25's classes, numbered 101-110)")
     bad = sum(r[2] in ("silent wrong", "crash", "lost") for r in results)
     return 1 if bad else 0
 
