@@ -558,9 +558,8 @@ def _finish_all(it, act, na, W, gflat, cbuf, upd, yidx, st, stop, tr, nrm, ctot)
 
 @nb.njit(fastmath=FASTMATH, cache=True, inline="always")
 def _update_shared(theta, r, q, a, k, nout, base, gflat, ctot, model_avg, scale, thresh, nrm, b):
-    """Coordinate ``q`` of run ``r``, shared by its k models: one new value from the sums of all
-    k models' columns (every participating machine), written into every model (see
-    :func:`_finish_all`); the step and divergence checks count it in every model."""
+    """Shared coordinate ``q`` of run ``r``: one value from all k models' sums (every participating
+    machine) written into every model and counted in each one's checks (:func:`_finish_all`)."""
     nchunks = gflat.shape[0]
     for c in range(nout):
         s = 0.0
