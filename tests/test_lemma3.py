@@ -20,7 +20,7 @@ from scipy.special import expit
 
 from mixlinreg import ifca
 from mixlinreg.theory.convex import LOSS_SETUPS, draw_cluster_data, theta_star_of
-from mixlinreg.theory.studies import get, l3, run_study
+from mixlinreg.theory.studies import _l3_model, get, l3, run_study
 from mixlinreg.theory.study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, VERDICTS,
                                     unit_rng)
 
@@ -36,8 +36,11 @@ def test_the_study_is_registered_as_lemma_3():
 
 
 def test_the_module_examples_run():
-    result = doctest.testmod(l3, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 3 and result.failed == 0
+    from mixlinreg.theory.studies import _l3_model
+
+    results = [doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+               for mod in (l3, _l3_model)]
+    assert sum(r.attempted for r in results) >= 3 and not any(r.failed for r in results)
 
 
 # ------------------------------------------------------------------------------ losses
@@ -172,7 +175,7 @@ def test_population_stats_against_direct_computation(loss, monkeypatch):
     R, l2, hd, kw = _setting(loss)
     ts = theta_star_of(R)[0]
     thetas = np.random.default_rng(1).normal(0, 1, (4, 5))
-    monkeypatch.setattr(l3, "CHUNK_ROWS", 700)  # chunks of 700, 700 and 600 rows
+    monkeypatch.setattr(_l3_model, "CHUNK_ROWS", 700)  # chunks of 700, 700 and 600 rows
     F, var, cov = l3.population_stats(loss, ts, thetas, 2000, np.random.default_rng(5),
                                       l2=l2, huber_delta=hd, **kw)
     gen = np.random.default_rng(5)
