@@ -154,7 +154,7 @@ def test_views_are_labelled(lines, basin):
     assert "true lines" in _legend_labels(f)
     f = teach.plane_figure(mix, path)
     _check_axes(f)
-    assert len(_legend_labels(f)) == 1 + 2 * 3 + 1
+    assert len(_legend_labels(f)) == 1 + 2 * 3 + 2  # + the start marker
     mix2, bm = basin
     f = teach.basin_figure([mix2], [bm])
     _check_axes(f)

@@ -16,6 +16,10 @@ Views (each a static multi-panel figure and an animation):
   1/2 and Corollary 1's floor, and the measured factor next to the theorem's;
 * **soft**: hard IFCA against soft IFCA from the same start.
 
+Every caption is written from the facts of its run (:func:`path_facts`, :func:`step_thresholds`,
+...), stored with it in ``name.json``; ``mixlinreg.teach.exercises`` holds the lesson's exercise
+checks.
+
 ``mixlinreg teach [lines|plane|basin|contraction|soft|all] --out DIR`` writes them (PNG, GIF and
 self-contained HTML) with an ``index.html``; :func:`write_views` is the same from Python.
 
@@ -47,6 +51,14 @@ from ._runs import (
     line_mixture,
     soft_path,
 )
+from ._claims import (
+    em_temperature,
+    factor_at_quarter_step,
+    machines_per_model,
+    path_facts,
+    step_range_for_half,
+    step_thresholds,
+)
 from ._views import (
     basin_animation,
     basin_figure,
@@ -70,4 +82,6 @@ __all__ = [
     "lines_animation", "lines_figure", "local_estimates", "palette", "plane_animation",
     "plane_figure", "soft_animation", "soft_figure",
     "VIEWS", "build", "check_out_dir", "check_views", "save_view", "write_index", "write_views",
+    "em_temperature", "factor_at_quarter_step", "machines_per_model", "path_facts",
+    "step_range_for_half", "step_thresholds",
 ]

@@ -253,6 +253,10 @@ class BasinMap:
         Assumption 1's closeness; the ball around ``theta*_1`` has radius ``(1/2 - alpha0) Delta``.
     radius, tol, lr : float
     n_iter : int
+    idle : ndarray (G_b, G_a) of bool or None
+        Model 1 wins no machine at any iteration (it receives no gradient, so it never moves).
+    merged : ndarray (G_b, G_a) of bool or None
+        At the end one model holds the machines of two or more true clusters.
     """
 
     a: np.ndarray
@@ -266,6 +270,8 @@ class BasinMap:
     tol: float
     lr: float
     n_iter: int
+    idle: np.ndarray | None = None
+    merged: np.ndarray | None = None
 
 
 def basin_map(mix, lr, n_iter, *, alpha0=0.25, grid=41, half_width=None, others=None, tol=None,
@@ -332,10 +338,16 @@ def basin_map(mix, lr, n_iter, *, alpha0=0.25, grid=41, half_width=None, others=
     first = np.argmax(stays, axis=0).astype(float)
     first[~success] = np.nan
     shape = (grid, grid)
+    lab = res.trace.labels                                     # (T + 1, R, m)
+    idle = ~(lab == 0).any(axis=(0, 2))
+    held = np.einsum("rmj,mc->rjc", (lab[-1][:, :, None] == np.arange(k)).astype(float),
+                     (np.asarray(mix.labels)[:, None] == np.arange(k)).astype(float)) > 0
+    merged = (held.sum(-1) >= 2).any(-1)
     return BasinMap(a=a, b=b, others=others, success=success.reshape(shape),
                     iterations=first.reshape(shape),
                     reached=reached.reshape((n_iter + 1,) + shape), alpha0=alpha0,
-                    radius=(0.5 - alpha0) * mix.delta, tol=tol, lr=float(lr), n_iter=n_iter)
+                    radius=(0.5 - alpha0) * mix.delta, tol=tol, lr=float(lr), n_iter=n_iter,
+                    idle=idle.reshape(shape), merged=merged.reshape(shape))
 
 
 @dataclass(frozen=True)
@@ -388,9 +400,12 @@ def contraction_run(*, m=200, n_prime=25, d=10, sigma=0.01, n_iter=12, n_runs=4,
                     rng=0):
     """Resampled IFCA (k = 2, equal clusters, ``gamma = 1/(4p)``) from Assumption 1 starts.
 
-    The setting of Theorem 1: fresh rows every iteration (``resample=True``), all machines, the
-    step that makes the population factor exactly 1/2; centres at distance ``Delta = 1``
-    (:func:`mixlinreg.geometry.simplex_centers`).
+    Theorem 1's setting with **equal** cluster sizes (``p = 1/2``): fresh rows every iteration
+    (``resample=True``), all machines, and the step ``gamma = 1/(4p)``, one choice of the
+    theorem's ``gamma = c1/p`` (the paper leaves ``c1`` unspecified) that makes the population
+    factor ``|1 - 2 gamma p|`` exactly 1/2; centres at distance ``Delta = 1``
+    (:func:`mixlinreg.geometry.simplex_centers`). With unequal sizes no single step gives both
+    clusters 1/2 once ``p_max > 3 p`` (``paper_checks.md``, T1).
 
     Returns
     -------

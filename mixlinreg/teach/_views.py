@@ -177,6 +177,9 @@ def _plane_artists(ax, mix, path, local, S, xlim, ylim):
     trails = [ax.plot([], [], color=cols[j], lw=1.6, alpha=0.9, zorder=4)[0] for j in range(k)]
     heads = [ax.plot([], [], marker=MARKERS[j], ms=13, color=cols[j], mec="black", mew=1.5,
                      ls="none", zorder=5)[0] for j in range(k)]
+    for j in range(k):  # where each model starts: hollow
+        ax.plot(*path.theta[0, j], marker=MARKERS[j], ms=11, mfc="white", mec=cols[j], mew=2,
+                ls="none", zorder=4.5)
     ax.set_xlabel("intercept a")
     ax.set_ylabel("slope b")
     title = ax.set_title("", fontsize="medium")
@@ -207,10 +210,12 @@ def _plane_legend(fig, k, **kw):
     handles = [Line2D([], [], marker="*", ms=13, color="black", ls="none", label="true (a, b)")]
     for j in range(k):
         handles.append(Line2D([], [], marker=MARKERS[j], ms=10, color=cols[j], mec="black",
-                              lw=1.6, label=f"model {j + 1}, trail"))
+                              lw=1.6, label=f"model {j + 1} now, trail"))
     for j in range(k):
         handles.append(Line2D([], [], marker=MARKERS[j], ms=5, color=cols[j], ls="none",
                               label=f"own fits of model {j + 1}'s machines"))
+    handles.append(Line2D([], [], marker="o", ms=9, mfc="white", mec="0.3", mew=2, ls="none",
+                          label="hollow: a model's start"))
     handles.append(Patch(color="0.6", alpha=0.35, label="shade: where a model wins"))
     return fig.legend(handles=handles, fontsize="small", **kw)
 
@@ -246,9 +251,10 @@ def plane_figure(mix, path, panels=4):
     axs = fig.subplots(1, len(its), sharex=True, sharey=True)
     for ax, it in zip(np.atleast_1d(axs), its):
         _plane_artists(ax, mix, path, local, S, xlim, ylim)(it)
-    _plane_legend(fig, mix.k, loc="outside lower center", ncol=min(2 * mix.k + 2, 4))
-    fig.suptitle("The parameter plane: models (large markers) move to the mean of the machines "
-                 "that picked them", fontsize="medium")
+    _plane_legend(fig, mix.k, loc="outside lower center", ncol=min(2 * mix.k + 3, 5))
+    fig.suptitle("The parameter plane: each model (large marker) steps toward the least-squares "
+                 "fit of the machines that pick it,\nabout a fraction 2 lr m_j / m of the way "
+                 "(m_j machines pick it, m in all)", fontsize="medium")
     return fig
 
 
@@ -278,12 +284,12 @@ def _basin_panel(ax, mix, bmap, it=None, cax=None):
     da, db = bmap.a[1] - bmap.a[0], bmap.b[1] - bmap.b[0]
     ext = (ext[0] - da / 2, ext[1] + da / 2, ext[2] - db / 2, ext[3] + db / 2)
     fail = np.where(bmap.success, np.nan, 1.0)
-    ax.imshow(fail, origin="lower", extent=ext, cmap=ListedColormap(["0.82"]), aspect="auto",
+    ax.imshow(fail, origin="lower", extent=ext, cmap=ListedColormap(["0.82"]), aspect="equal",
               interpolation="nearest")
     im = None
     if it is None:
         im = ax.imshow(bmap.iterations, origin="lower", extent=ext, cmap="viridis_r",
-                       aspect="auto", interpolation="nearest",
+                       aspect="equal", interpolation="nearest",
                        vmin=0, vmax=max(1.0, np.nanmax(bmap.iterations))
                        if np.isfinite(bmap.iterations).any() else 1.0)
         if cax is not None:
@@ -291,7 +297,7 @@ def _basin_panel(ax, mix, bmap, it=None, cax=None):
     else:
         done = np.where(bmap.reached[it], 1.0, np.nan)
         ax.imshow(done, origin="lower", extent=ext, cmap=ListedColormap([cols[0]]),
-                  aspect="auto", interpolation="nearest", alpha=0.85)
+                  aspect="equal", interpolation="nearest", alpha=0.85)
     ax.add_patch(Circle(tuple(mix.theta_star[0]), bmap.radius, fill=False, lw=2.0, ls="--",
                         color="black", zorder=5))
     ax.scatter(mix.theta_star[:, 0], mix.theta_star[:, 1], **TRUE_KW)
@@ -302,6 +308,7 @@ def _basin_panel(ax, mix, bmap, it=None, cax=None):
                             color="black", zorder=5))
     ax.set_xlim(ext[0], ext[1])
     ax.set_ylim(ext[2], ext[3])
+    ax.set_aspect("equal")  # one unit of a = one unit of b: Assumption 1's balls are round
     ax.set_xlabel("model 1's starting intercept a")
     ax.set_ylabel("model 1's starting slope b")
     return im
@@ -520,12 +527,15 @@ def _soft_axes(ax_plane, ax_err, mix, paths, names, it, local):
     for ax in (ax_plane,):
         ax.scatter(local[:, 0], local[:, 1], s=10, color="0.6", zorder=1)
         ax.scatter(mix.theta_star[:, 0], mix.theta_star[:, 1], **TRUE_KW)
-        for p, ls in zip(paths[:2], styles):
+        for j in range(k):  # the common start: hollow
+            ax.plot(*paths[0].theta[0, j], marker=MARKERS[j], ms=10, mfc="white", mec=cols[j],
+                    mew=2, ls="none", zorder=5)
+        for p, ls, edge, ms in zip(paths[:2], styles, ("black", "white"), (10, 7)):
             for j in range(k):
                 ax.plot(p.theta[: it + 1, j, 0], p.theta[: it + 1, j, 1], color=cols[j], ls=ls,
                         lw=1.8, zorder=3)
-                ax.plot(p.theta[it, j, 0], p.theta[it, j, 1], marker=MARKERS[j], ms=9,
-                        color=cols[j], mec="black", ls="none", zorder=4)
+                ax.plot(p.theta[it, j, 0], p.theta[it, j, 1], marker=MARKERS[j], ms=ms,
+                        color=cols[j], mec=edge, mew=1.2, ls="none", zorder=4)
         ax.set_xlabel("intercept a")
         ax.set_ylabel("slope b")
     T = len(paths[0].dist) - 1
@@ -546,7 +556,13 @@ def _soft_legend(fig, k, names, **kw):
                for name, ls in zip(names, styles)]
     handles += [Line2D([], [], marker=MARKERS[j], ms=8, color=cols[j], mec="black", ls="none",
                        label=f"model {j + 1}") for j in range(k)]
-    handles += [Line2D([], [], marker="*", ms=12, color="black", ls="none", label="true (a, b)"),
+    handles += [Line2D([], [], marker="o", ms=9, mfc="white", mec="0.3", mew=2, ls="none",
+                       label="hollow: the start (all runs)"),
+                Line2D([], [], marker="o", ms=9, color="0.3", mec="black", ls="none",
+                       label=f"filled, black edge: {names[0]} now"),
+                Line2D([], [], marker="o", ms=7, color="0.3", mec="white", ls="none",
+                       label=f"filled, white edge: {names[1]} now"),
+                Line2D([], [], marker="*", ms=12, color="black", ls="none", label="true (a, b)"),
                 Line2D([], [], marker="o", ms=4, color="0.6", ls="none",
                        label="machines' own least-squares fits")]
     return fig.legend(handles=handles, fontsize="small", **kw)
@@ -566,10 +582,11 @@ def soft_figure(mix, paths, names):
     matplotlib.figure.Figure
     """
     local = local_estimates(mix)
-    fig = _figure((10.0, 4.6))
+    fig = _figure((11.0, 4.8))
     ax_plane, ax_err = fig.subplots(1, 2)
     _soft_axes(ax_plane, ax_err, mix, paths, names, len(paths[0].dist) - 1, local)
-    ax_plane.set_title(f"paths: {names[0]} (solid), {names[1]} (dashed)", fontsize="small")
+    ax_plane.set_title(f"paths in the plane (a, b)\nsolid: {names[0]}; dashed: {names[1]}",
+                       fontsize="small")
     ax_err.set_title("error per iteration", fontsize="medium")
     _soft_legend(fig, mix.k, names, loc="outside right center")
     return fig
@@ -578,7 +595,7 @@ def soft_figure(mix, paths, names):
 def soft_animation(mix, paths, names, max_frames=30, interval=400):
     """Animated hard vs soft view; parameters as :func:`soft_figure` and :func:`lines_animation`."""
     local = local_estimates(mix)
-    fig = _figure((9.6, 4.6))
+    fig = _figure((11.0, 4.8))
     ax_plane, ax_err = fig.subplots(1, 2)
     _soft_legend(fig, mix.k, names, loc="outside right center")
     xl = (min(local[:, 0].min(), mix.theta_star[:, 0].min()) - 0.3,

@@ -13,6 +13,7 @@ from pathlib import Path as FsPath
 import numpy as np
 
 from .._paths import atomic_write
+from ._claims import counts_phrase, join_words
 
 VIEWS = ("lines", "plane", "basin", "contraction", "soft")
 
@@ -97,7 +98,11 @@ def _collapse_start(mix):
 
 
 def build(view, settings=FULL):
-    """Compute one view: returns ``(figure, animation, caption, summary)``."""
+    """Compute one view: returns ``(figure, animation, caption, summary, facts)``.
+
+    ``facts`` (plain JSON types, :mod:`mixlinreg.teach._claims`) are the numbers the caption is
+    written from; :func:`write_views` stores them in ``name.json`` next to the caption.
+    """
     builders = {"lines": _build_lines_plane, "plane": _build_lines_plane, "basin": _build_basin,
                 "contraction": _build_contraction, "soft": _build_soft}
     if view not in builders:
@@ -107,33 +112,51 @@ def build(view, settings=FULL):
 
 def _build_lines_plane(view, s):
     from . import _views as V
+    from ..metrics import cluster_accuracy
+    from ._claims import path_facts
 
     mix, path = _lines_problem(s)
-    from ..metrics import cluster_accuracy
-
-    ok = float(cluster_accuracy(mix.labels, path.labels[-1]))
+    f = path_facts(path, mix)
+    f["accuracy_end"] = float(cluster_accuracy(mix.labels, path.labels[-1]))
+    f["lr"] = path.lr
+    ok, lead = f["accuracy_end"], f["leader_start"] - 1
     if view == "lines":
         cap = (f"IFCA on m = {mix.X.shape[0]} machines with n = {mix.X.shape[1]} points each, "
                f"drawn from k = 3 regression lines y = a + b t (dashed; noise sigma = "
                f"{mix.sigma:g}). Every iteration each machine picks the line with the lowest "
-               "squared error on its own points (its points take that line's colour), then "
-               f"each line takes a gradient step on the machines that picked it (step "
-               f"{path.lr:g}, divisor m). From a random start (drawn from N(0, I); this seed was "
-               "picked because one model first grabs most machines and then loses them) the "
-               f"lines reach their truths; training loss {path.loss[0]:.3f} -> "
+               "squared error on its own points (its points take that line's colour: colour is "
+               "the model a machine picks, not its true line), then each line takes a gradient "
+               f"step on the machines that picked it (step {path.lr:g}, divisor m). From a "
+               "random start (drawn from N(0, I), seed 8, picked because one model first grabs "
+               f"most machines and then gives them up): model {lead + 1} wins "
+               f"{f['counts_start'][lead]} of the {f['m']} machines at the first assignment and "
+               f"{f['counts_end'][lead]} at the end; training loss {path.loss[0]:.3f} -> "
                f"{path.loss[-1]:.3f}, {ok:.0%} of machines in their true cluster at the end.")
         return (V.lines_figure(mix, path), V.lines_animation(mix, path, s.max_frames), cap,
                 f"lines: loss {path.loss[0]:.3f} -> {path.loss[-1]:.3f} in {len(path.loss) - 1}"
-                f" iterations, {ok:.0%} of machines correctly clustered")
+                f" iterations, {ok:.0%} of machines correctly clustered", f)
     cap = ("The same run in the plane of parameters (a, b). Small markers: each machine's own "
-           "least-squares fit, coloured by the model it picks; large markers: the models, with "
-           "their trails; black stars: the truths; shading: where each model has the lowest "
-           "population loss, i.e. which model a machine whose parameter lies there would pick "
-           "(the pooled design metric; a machine's own sample can differ near the borders). A "
-           "model moves toward the average of the machines it wins, so a model that wins no "
-           f"machine does not move. Matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}.")
+           "least-squares fit, coloured by the model it picks; large markers: the models "
+           "(hollow: where they start; filled: where they are), with their trails; black stars: "
+           "the truths; shading: where each model has the lowest population loss, i.e. which "
+           "model a machine whose parameter lies there would pick (the pooled design metric; a "
+           "machine's own sample can differ near the borders). Each iteration model j moves "
+           "by 2 lr (m_j/m) H_j times its offset from the least-squares fit pooled over the m_j "
+           "machines that pick it (H_j: their design covariance, close to I here), so it "
+           f"covers about a fraction 2 lr m_j/m of the way (lr = {path.lr:g}) and a model that "
+           "wins no machine does not move. Matched distance "
+           f"{path.dist[0]:.3f} -> {path.dist[-1]:.3f}.")
     return (V.plane_figure(mix, path), V.plane_animation(mix, path, s.max_frames), cap,
-            f"plane: matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}")
+            f"plane: matched distance {path.dist[0]:.3f} -> {path.dist[-1]:.3f}", f)
+
+
+def _failure_kinds(bm):
+    fail = ~bm.success
+    nf = int(fail.sum())
+    return {"success": float(bm.success.mean()), "n_fail": nf,
+            "fail_idle": float(bm.idle[fail].mean()) if nf else 0.0,
+            "fail_merged": float(bm.merged[fail].mean()) if nf else 0.0,
+            "fail_neither": float((~bm.idle & ~bm.merged)[fail].mean()) if nf else 0.0}
 
 
 def _build_basin(view, s):
@@ -147,62 +170,134 @@ def _build_basin(view, s):
         maps.append(R.basin_map(mix, 0.5, s.basin_iter, alpha0=0.25, grid=s.basin_grid,
                                 rng=10 + k))
     inside = [_pct(bm.success[_in_ball(bm, mx)]) for bm, mx in zip(maps, mixes)]
+    facts = {f"k{mx.k}": dict(_failure_kinds(bm), inside_ball=inside[i])
+             for i, (mx, bm) in enumerate(zip(mixes, maps))}
+    kinds = "; ".join(
+        f"k = {mx.k}: of the failed starts, {facts[f'k{mx.k}']['fail_idle']:.0%} leave model 1 "
+        f"without a machine in every iteration (so it never moves) and "
+        f"{facts[f'k{mx.k}']['fail_merged']:.0%} end with one model holding the machines of "
+        "two lines" for mx in mixes)
     cap = ("Which starts work. Model 1 starts anywhere on the map; the other models start "
            "where init_close puts them for alpha0 = 0.25 (on the boundary of their Assumption 1 "
-           "balls). Colour: iterations until the matched distance stays within 0.6 sigma; "
-           "grey: the run fails (models collapse onto one line, or one model wins no machine "
-           "and never moves). Dashed circle: Assumption 1's ball of radius (1/2 - alpha0) "
-           f"Delta around model 1's truth; inside it {inside[0]} (k = 2) and "
-           f"{inside[1]} (k = 3) of the grid's starts succeed, overall "
-           f"{maps[0].success.mean():.0%} and {maps[1].success.mean():.0%}.")
+           "balls; markers: their starts). Colour: iterations until the matched distance stays "
+           f"within 0.6 sigma; grey: the run fails ({kinds}). Dashed circle: Assumption 1's "
+           "ball of radius (1/2 - alpha0) Delta around model 1's truth (equal axes, so balls "
+           f"are round); inside it {inside[0]} (k = 2) and {inside[1]} (k = 3) of the grid's "
+           f"starts succeed, overall {maps[0].success.mean():.0%} and "
+           f"{maps[1].success.mean():.0%}. These are plain IFCA runs (all data every "
+           "iteration, step 0.5), outside Theorem 1's hypotheses (resampling, step c1/p): the "
+           "ball is a reference here, not a guarantee.")
     return (V.basin_figure(mixes, maps), V.basin_animation(mixes, maps, s.max_frames), cap,
             f"basin: success overall {maps[0].success.mean():.0%} (k = 2), "
             f"{maps[1].success.mean():.0%} (k = 3); inside the alpha0 = 0.25 ball "
-            f"{inside[0]} and {inside[1]}")
+            f"{inside[0]} and {inside[1]}", facts)
 
 
 def _build_contraction(view, s):
     from . import _runs as R
     from . import _views as V
+    from ._claims import factor_at_quarter_step
 
     c = R.contraction_run(**dict(s.contraction))
-    cap = ("Theorem 1 analyses resampled IFCA: fresh points every iteration, step gamma = "
-           "1/(4p) so that gamma p = 1/4. The error of each model then halves every "
-           "iteration (dashed line) until it meets a floor set by the noise. Measured here: "
-           f"factor {c.factor.est:.3f} per iteration [95% interval {c.factor.lo:.3f}, "
-           f"{c.factor.hi:.3f}] against the theorem's {c.factor_theorem:g} (the exact "
-           f"finite-sample factor for these sizes is {c.factor_exact:.3f}). Dotted: the floor "
-           "predicted for correctly clustered steps; dash-dot: Corollary 1's floor "
-           "(sigma/p) sqrt(d/(m n')) with its unknown constant set to 1 (its shape, not a value "
-           "from the paper). paper_checks.md (T1, C1) measures both at scale.")
+    big = factor_at_quarter_step(0.3, 0.7)[1]
+    facts = {"factor": c.factor.est, "lo": c.factor.lo, "hi": c.factor.hi,
+             "factor_exact": c.factor_exact, "p": c.settings["p"], "lr": c.settings["lr"],
+             "factor_large_at_0.3_0.7": big}
+    cap = ("Theorem 1 analyses resampled IFCA (fresh points every iteration) with step "
+           "gamma = c1/p, p the smallest cluster's fraction and c1 a constant the paper does not "
+           f"give. This run has two equal clusters (p = {c.settings['p']:g}) and gamma = 1/(4p), "
+           "the choice that makes the population factor |1 - 2 gamma p| exactly 1/2: with equal "
+           "sizes the error of each model halves every iteration (dashed line) until it meets a "
+           f"floor set by the noise. Measured here: factor {c.factor.est:.3f} per iteration "
+           f"[95% interval {c.factor.lo:.3f}, {c.factor.hi:.3f}] against "
+           f"{c.factor_theorem:g} (the exact finite-sample factor for these sizes is "
+           f"{c.factor_exact:.3f}). With unequal sizes the same step gives the large cluster "
+           f"|1 - p_max/(2p)| ({big:.2f} at 0.3/0.7), and once p_max > 3p no single step gets "
+           "both clusters to 1/2: paper_checks.md rates T1 not supported as stated (equal sizes: "
+           "holds). Dotted: the floor predicted for correctly clustered steps; dash-dot: "
+           "Corollary 1's floor (sigma/p) sqrt(d/(m n')) with its unknown constant set to 1 (its "
+           "shape, not a value from the paper).")
     return (V.contraction_figure(c), V.contraction_animation(c, s.max_frames), cap,
-            c.summary())
+            c.summary(), facts)
+
+
+def _soft_sentences(f):
+    """The hard run's story, from its facts: who shares a line, who holds two."""
+    out = []
+    for line in range(1, len(f["counts_end"]) + 1):
+        sharing = [j for j, ls in enumerate(f["lines_end"]) if ls == [line]]
+        if len(sharing) >= 2:
+            parts = [f"model {j + 1} {counts_phrase(f, j)} and moves {f['moved'][j]:.2f}"
+                     for j in sharing]
+            out.append(f"models {join_words([j + 1 for j in sharing])} share line {line}'s "
+                       f"machines ({'; '.join(parts)})")
+    for j, ls in enumerate(f["lines_end"]):
+        if len(ls) >= 2:
+            where = "sits between them" if f["between"][j] else "ends"
+            a, b = f["end"][j]
+            out.append(f"model {j + 1} takes the machines of lines {join_words(ls)} and {where} "
+                       f"at ({a:.2f}, {b:.2f})")
+    unfound = f["lines_unfound"]
+    if unfound:
+        one = len(unfound) == 1
+        out.append(f"line{'' if one else 's'} {join_words(unfound)} never get{'s' if one else ''} "
+                   f"a model of {'its' if one else 'their'} own")
+    return out
+
+
+def _soft_extra(mix, paths):
+    """Reference points for the soft runs' sentences: the oracle's distance (clusters known) and
+    how far each model of the hottest run ends from the single global least-squares fit."""
+    from ..baselines import oracle
+    from ..metrics import dist_matched
+
+    orc = oracle(mix.X, mix.y, mix.labels).theta
+    m, n, d = mix.X.shape
+    glob = np.linalg.lstsq(mix.X.reshape(m * n, d), mix.y.reshape(m * n), rcond=None)[0]
+    return {"oracle_dist": round(float(dist_matched(orc, mix.theta_star)), 4),
+            "soft5_from_global": round(float(np.linalg.norm(paths[2].theta[-1] - glob,
+                                                            axis=1).max()), 4)}
 
 
 def _build_soft(view, s):
     from . import _runs as R
     from . import _views as V
-
-    from ..baselines import soft_ifca  # noqa: F401  (soft IFCA comes from the baselines)
+    from ._claims import em_temperature, path_facts
 
     mix = R.line_mixture(k=3, m=s.m, n=s.n, sigma=s.sigma, rng=0)
     init = _collapse_start(mix)
+    t_em = em_temperature(mix.sigma, mix.X.shape[1])
     paths = [R.ifca_path(mix, init, 0.5, s.soft_iter),
              R.soft_path(mix, init, 0.5, s.soft_iter, temperature=2.0),
              R.soft_path(mix, init, 0.5, s.soft_iter, temperature=5.0)]
+    em = R.soft_path(mix, init, 0.5, s.soft_iter, temperature=t_em)
     names = ["hard IFCA (argmin)", "soft IFCA, temperature 2", "soft IFCA, temperature 5"]
+    facts = {"hard": path_facts(paths[0], mix), "soft2": path_facts(paths[1], mix),
+             "soft5": path_facts(paths[2], mix), "soft_em": path_facts(em, mix),
+             "t_em": t_em, **_soft_extra(mix, paths)}
     d = [p.dist[-1] for p in paths]
+    story = "; ".join(_soft_sentences(facts["hard"]))
+    own = [ls for ls in facts["soft2"]["lines_end"] if len(ls) == 1]
+    sep = (f"the models separate, each holding the machines of one line ({len(own)} of "
+           f"{mix.k} lines found;" if len({tuple(x) for x in own}) == len(own) == mix.k else
+           f"the models end holding the lines {facts['soft2']['lines_end']} (")
     cap = ("Hard against soft assignments from one bad start: two models near line 1, none "
-           "near line 2. Hard IFCA gives each machine to one model; the second model near line "
-           "1 wins no machine, never moves, and the run stays stuck (final matched distance "
-           f"{d[0]:.3f}). Soft IFCA (softmax weights exp(-F/temperature), the authors' 'em' "
-           f"option) lets every model feel every machine: at temperature 2 the models separate "
-           f"and find the three lines (final {d[1]:.3f}, slightly biased by the soft weights); "
-           f"at temperature 5 all models are pulled to the single global fit ({d[2]:.3f}).")
+           f"near line 2 (open markers: the start). Hard IFCA gives each machine to one model: "
+           f"{story} (final matched distance {d[0]:.3f}). Soft IFCA weighs machine i's pull on "
+           "model j by exp(-F_i(theta_j)/temperature), normalized over the models, so every "
+           f"model feels every machine: at temperature 2 {sep} final {d[1]:.3f}, against "
+           f"{facts['oracle_dist']:.3f} for the oracle that knows the clusters: the soft weights "
+           f"bias the models); at temperature 5 all of them end within "
+           f"{facts['soft5_from_global']:.2g} of the single global least-squares fit (final "
+           f"{d[2]:.3f}). Neither is EM: for Gaussian "
+           f"noise with equal cluster weights EM's E-step is this softmax at temperature "
+           f"2 sigma^2/n = {t_em:.3f}, and at that temperature the run stays stuck like hard "
+           f"IFCA (final {facts['soft_em']['dist_end']:.3f}); temperatures 2 and 5, "
+           f"{2 / t_em:.0f} and {5 / t_em:.0f} times EM's, are a smoothing knob.")
     return (V.soft_figure(mix, paths, names), V.soft_animation(mix, paths, names,
                                                                s.max_frames), cap,
             "soft: final matched distance " + ", ".join(f"{n} {v:.3f}"
-                                                        for n, v in zip(names, d)))
+                                                        for n, v in zip(names, d)), facts)
 
 
 def _pct(values):
@@ -241,9 +336,10 @@ def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
     return paths
 
 
-def _write_record(out, name, caption, summary, files):
-    """``name.json``: the caption, the one-line summary and the files of one view (for the index)."""
-    rec = {"view": name, "caption": caption, "summary": summary,
+def _write_record(out, name, caption, summary, files, facts=None):
+    """``name.json``: the caption, the one-line summary, the facts the caption is written from
+    and the files of one view (for the index and the tests)."""
+    rec = {"view": name, "caption": caption, "summary": summary, "facts": facts,
            "files": [FsPath(f).name for f in files]}
     atomic_write(FsPath(out) / f"{name}.json", json.dumps(rec, indent=1) + "\n")
 
@@ -301,7 +397,7 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     Returns
     -------
     dict
-        ``{view: {"files": [...], "summary": str, "caption": str}}`` plus ``"index"``. Each view
+        ``{view: {"files", "summary", "caption", "facts"}}`` plus ``"index"``. Each view
         also gets ``name.json`` (caption and summary); ``index.html`` shows every view recorded
         in ``out``, so views can be (re)made one at a time.
     """
@@ -314,11 +410,11 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     for v in views:
         t0 = time.perf_counter()
         with _theme():
-            fig, anim, caption, summary = build(v, settings)
+            fig, anim, caption, summary, facts = build(v, settings)
             files = save_view(v, fig, anim, out, html_animation=html_animation,
                               scale=0.5 if smoke else 1.0)
-        _write_record(out, v, caption, summary, files)
-        result[v] = {"files": files, "summary": summary, "caption": caption}
+        _write_record(out, v, caption, summary, files, facts)
+        result[v] = {"files": files, "summary": summary, "caption": caption, "facts": facts}
         if progress is not None:
             progress(f"[{v}] {summary} ({time.perf_counter() - t0:.1f} s)")
     result["index"] = write_index(out)
