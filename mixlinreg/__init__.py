@@ -7,7 +7,13 @@
 True
 """
 
-from . import baselines, metrics
+# before any kernel module: numba must cache the kernels in a folder this user can write
+from ._cache import setup as _setup_numba_cache
+
+_setup_numba_cache()
+del _setup_numba_cache
+
+from . import baselines, metrics  # noqa: E402
 from .data import (
     Mixture,
     Trial,

@@ -6,6 +6,10 @@ load it in well under a second. :func:`announce_compile` wraps a jitted dispatch
 which had to *compile* (a numba cache miss: a cold cache, or a new signature) logs one message on
 the ``mixlinreg`` logger, at WARNING level so that it shows without any logging set-up. A call
 served from the cache, or from code already compiled in this process, says nothing.
+
+:func:`compile_once_first` is the runner's first-use step: on a cold cache, local worker processes
+would each compile the same kernels at once (and race to write the same cache index), so the first
+unit runs in this process, compiling them once, before the workers start and load them.
 """
 
 from __future__ import annotations
@@ -16,12 +20,21 @@ import time
 
 logger = logging.getLogger("mixlinreg")
 
-__all__ = ["announce_compile", "announce_compile_path", "dispatchers_of"]
+__all__ = ["announce_compile", "announce_compile_path", "dispatchers_of", "kernels_cold",
+           "compile_once_first"]
 
 
 def _misses(dispatcher):
     stats = getattr(dispatcher, "stats", None)
     return None if stats is None else sum(stats.cache_misses.values())
+
+
+def _where(dispatcher):
+    """Where the compiled code went, for the notice (numba reports no folder when uncached)."""
+    path = dispatcher.stats.cache_path
+    if path:
+        return f"cached in {path}, later runs load it at once"
+    return "not cached (no writable cache folder), so every process compiles it again"
 
 
 def announce_compile(dispatcher, what):
@@ -40,8 +53,8 @@ def announce_compile(dispatcher, what):
         out = dispatcher(*args, **kwargs)
         if len(dispatcher.signatures) != n_sig and _misses(dispatcher) != before:
             logger.warning("mixlinreg: numba compiled %s for a new argument signature in %.1f s "
-                           "(first use; cached in %s, later runs load it at once)",
-                           what, time.perf_counter() - t0, dispatcher.stats.cache_path)
+                           "(first use; %s)", what, time.perf_counter() - t0,
+                           _where(dispatcher))
         return out
 
     call.dispatcher = dispatcher
@@ -78,10 +91,58 @@ def announce_compile_path(func, dispatchers, what):
                if len(d.signatures) != n_sig and _misses(d) != miss]
         if new:
             logger.warning("mixlinreg: numba compiled %s (%d kernel%s) for a new argument "
-                           "signature; the call took %.1f s with compilation (first use; cached "
-                           "in %s, later runs load it at once)", what, len(new),
-                           "" if len(new) == 1 else "s", time.perf_counter() - t0,
-                           new[0].stats.cache_path)
+                           "signature; the call took %.1f s with compilation (first use; %s)",
+                           what, len(new), "" if len(new) == 1 else "s",
+                           time.perf_counter() - t0, _where(new[0]))
         return out
 
     return call
+
+
+def _entry_kernels():
+    """The dispatchers that units call from Python: the IFCA kernel and the certified-Gram path's
+    kernels (the others are compiled into them)."""
+    from . import _gram, _kernels
+
+    return [_kernels._ifca_kernel] + [d for d in dispatchers_of(_gram) if d is not _kernels._ifca_kernel]
+
+
+def kernels_cold():
+    """The cache folder of the first kernel that has no machine code cached for its current
+    source (a fresh clone, an edited kernel, a new ``NUMBA_CACHE_DIR``), or None when every entry
+    kernel has some. None too where compiling here would not help other processes: the JIT off,
+    or kernels compiled without a cache."""
+    for disp in _entry_kernels():
+        cache = getattr(disp, "_cache", None)
+        index = getattr(cache, "_cache_file", None)
+        if index is None:  # numba's NullCache: nothing is shared between processes
+            continue
+        try:
+            if not index._load_index():
+                return cache.cache_path
+        except Exception:  # noqa: BLE001 - an unreadable index is a cold one
+            return cache.cache_path
+    return None
+
+
+def compile_once_first(fn, items, *, n_jobs, backend):
+    """The runner's first-use step, a generator: ``rest = yield from compile_once_first(...)``.
+
+    With local worker processes (``backend="loky"``, ``n_jobs > 1``) and a cold kernel cache
+    (:func:`kernels_cold`), says so in one line, yields ``fn(first item)`` computed in this
+    process (compiling the kernels once, into the cache) and returns the other items, for the
+    workers, which then load the kernels; otherwise yields nothing and returns ``items``.
+    """
+    if backend != "loky" or n_jobs < 2:
+        return items
+    folder = kernels_cold()
+    if folder is None:
+        return items
+    rest = iter(items)
+    for first in rest:
+        logger.warning("mixlinreg: no compiled kernels cached in %s yet: running the first unit in "
+                       "this process so that numba compiles them once, then %d workers load them",
+                       folder, n_jobs)
+        yield fn(first)
+        break
+    return rest

@@ -1,0 +1,205 @@
+"""Where numba caches the compiled kernels: a folder this user can write, said in one line.
+
+The kernels are decorated ``@numba.njit(cache=True)`` (``_kernels.py``, ``_gram.py``,
+``losses.py``), and numba picks their cache folder as each module is imported: ``NUMBA_CACHE_DIR``
+when set, else the package's own ``__pycache__``, else the user's cache folder
+(``$XDG_CACHE_HOME/numba`` or ``~/.cache/numba``); when it can write none of them it refuses to
+import the module ("cannot cache function ...: no locator available"). That happens to a
+site-wide install used by another account, or in a container running as a user without a home.
+
+:func:`setup`, run by ``mixlinreg/__init__.py`` before any kernel module is imported, checks the
+folder numba would use first. When this process cannot write it, it picks the first folder it can
+write of: the package's ``__pycache__`` (when ``NUMBA_CACHE_DIR`` was the one that failed),
+numba's user cache folder, and a private folder of this user under the temporary folder
+(``mixlinreg-numba-<uid>``, used only if this user owns it and no one else can write it); it sets
+``NUMBA_CACHE_DIR`` to it (so worker processes cache there too, quietly), copies into it the
+kernels already compiled next to the package (a site-wide install its administrator ran once
+starts at once), and logs one line naming the folder it could not write and the one it uses. With
+no writable folder at all, the kernels compile in memory in every process (one line says so).
+Nothing is done, or said, when the first folder is writable or the JIT is off
+(``NUMBA_DISABLE_JIT=1``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["setup", "choose", "cache_subfolder", "writable", "PACKAGE"]
+
+logger = logging.getLogger("mixlinreg")
+#: the package folder, whose ``__pycache__`` numba uses when ``NUMBA_CACHE_DIR`` is unset
+PACKAGE = Path(__file__).resolve().parent
+#: set for child processes: the line already said (a worker does not say it again)
+_SAID = "_MIXLINREG_NUMBA_CACHE_SAID"
+#: what :func:`setup` decided in this process (for tests and the first-use notice)
+DECISION = {}
+
+
+def cache_subfolder(source_dir=None) -> str:
+    """The sub-folder numba gives the modules of ``source_dir`` (default: the package) under
+    ``NUMBA_CACHE_DIR`` or its user cache folder: ``<folder name>_<sha1 of its absolute path>``."""
+    path = os.path.abspath(PACKAGE if source_dir is None else source_dir)
+    return f"{os.path.basename(path)}_{hashlib.sha1(path.encode()).hexdigest()}"
+
+
+def writable(folder) -> str | None:
+    """None when this process can create ``folder`` and a file in it (numba's own test), else
+    the reason (``"Permission denied"``, ``"Not a directory"``, ...)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    return None
+
+
+def _user_cache(environ) -> Path:
+    """numba's user-wide cache folder (its ``appdirs`` ``user_cache_dir`` for ``"numba"``)."""
+    if sys.platform.startswith("linux") or os.name == "posix" and sys.platform != "darwin":
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        return Path(base) / "numba"
+    try:  # macOS, Windows: numba's own rule
+        from numba.misc.appdirs import AppDirs
+
+        return Path(AppDirs(appname="numba", appauthor=False).user_cache_dir)
+    except Exception:  # noqa: BLE001 - no user cache folder then
+        return Path(os.path.expanduser("~")) / ".cache" / "numba"
+
+
+def _private_tmp():
+    """``<tmp>/mixlinreg-numba-<uid>``, made with mode 0700; None if that name is taken by a
+    folder another user owns or can write (cached machine code is loaded and run: it must be
+    this user's own), or if there is no temporary folder."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    try:
+        folder = Path(tempfile.gettempdir()) / f"mixlinreg-numba-{uid if uid is not None else 'user'}"
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o022 or (uid is not None and st.st_uid != uid):
+        return None
+    return folder
+
+
+def choose(environ=None):
+    """Where numba should cache the kernels, as a dict: ``folder`` (the folder the package's
+    kernels go to, None: no writable folder), ``env`` (the ``NUMBA_CACHE_DIR`` value that makes
+    numba use it: None to leave the environment alone, ``""`` for the package's ``__pycache__``),
+    ``failed`` (what could not be written, None when the first choice works), ``why`` and
+    ``tried`` (the folders tried after it)."""
+    environ = os.environ if environ is None else environ
+    sub = cache_subfolder()
+    in_tree = PACKAGE / "__pycache__"
+    user = environ.get("NUMBA_CACHE_DIR", "")
+    first = Path(user) / sub if user else in_tree
+    why = writable(first)
+    out = dict(folder=first, env=None, failed=None, why=None, tried=[])
+    if why is None:
+        return out
+    out.update(failed=f"NUMBA_CACHE_DIR={user}" if user else str(in_tree), why=why)
+
+    def candidates():  # the private temporary folder is made only when it is needed
+        if user:
+            yield "", in_tree
+        user_wide = _user_cache(environ)
+        yield str(user_wide), user_wide / sub
+        tmp = _private_tmp()
+        if tmp is not None:
+            yield str(tmp), tmp / sub
+
+    for env, folder in candidates():
+        out["tried"].append(str(folder))
+        if writable(folder) is None:
+            out.update(folder=folder, env=env)
+            return out
+    out.update(folder=None, env=None)
+    return out
+
+
+def _seed(folder):
+    """Copy the kernels compiled next to the package (every ``__pycache__`` holding numba index
+    files) into ``folder``'s base, where missing or older; best effort, atomic per file."""
+    base = Path(folder).parent
+    for pycache in PACKAGE.rglob("__pycache__"):
+        try:
+            files = [f for f in pycache.iterdir() if f.suffix in (".nbi", ".nbc")]
+        except OSError:
+            continue
+        if not files or pycache == folder:
+            continue
+        dest = base / cache_subfolder(pycache.parent)
+        for f in files:
+            target = dest / f.name
+            try:
+                if target.exists() and target.stat().st_mtime >= f.stat().st_mtime:
+                    continue
+                dest.mkdir(parents=True, exist_ok=True)
+                part = dest / f"{f.name}.part.{os.getpid()}"
+                shutil.copy2(f, part)
+                os.replace(part, target)
+            except OSError:
+                continue
+
+
+def _compile_in_memory():
+    """The kernels of this package compile without a cache (numba's ``enable_caching`` skips
+    functions of ``mixlinreg`` modules); other packages' functions are left as they are."""
+    from numba.core import dispatcher
+
+    original = dispatcher.Dispatcher.enable_caching
+    if getattr(original, "_mixlinreg_in_memory", False):
+        return
+
+    def enable_caching(self):
+        if (getattr(self.py_func, "__module__", "") or "").split(".")[0] == __name__.split(".")[0]:
+            return  # no folder to cache in: compiled in memory, in each process
+        original(self)
+
+    enable_caching._mixlinreg_in_memory = True
+    dispatcher.Dispatcher.enable_caching = enable_caching
+
+
+def _say(message):
+    if os.environ.get(_SAID) != message:
+        logger.warning(message)
+    os.environ[_SAID] = message
+
+
+def setup():
+    """Make numba cache the kernels in a folder this process can write (see the module's text).
+
+    Returns the decision (:func:`choose`'s dict, or ``{}`` when the JIT is off)."""
+    DECISION.clear()
+    if os.environ.get("NUMBA_DISABLE_JIT", "0").strip() not in ("", "0"):
+        return DECISION
+    choice = choose()
+    DECISION.update(choice)
+    if choice["failed"] is None:
+        return DECISION
+    if choice["folder"] is None:
+        _compile_in_memory()
+        _say(f"mixlinreg: cannot write numba's cache folder {choice['failed']} ({choice['why']}) "
+             f"nor {', '.join(choice['tried']) or 'a temporary folder'}; the kernels compile in "
+             "memory, again in every process (set NUMBA_CACHE_DIR to a writable folder to cache "
+             "them)")
+        return DECISION
+    os.environ["NUMBA_CACHE_DIR"] = choice["env"]
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba was imported first: it has read the environment already
+        config.CACHE_DIR = choice["env"]
+    if choice["env"]:
+        _seed(choice["folder"])
+    _say(f"mixlinreg: cannot write numba's cache folder {choice['failed']} ({choice['why']}); "
+         f"caching the compiled kernels in {choice['folder']} instead")
+    return DECISION
