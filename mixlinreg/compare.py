@@ -419,19 +419,16 @@ def workload(preset, scenario_list, proto, seed=0):
     root seed, the protocol without ``n_seeds``, the scenarios and the methods, so more seeds reuse
     the finished ones; a unit must hold one row per method. A store made before the methods
     were part of the key is migrated (its units are checked for one row per method)."""
-    from .runner import Workload
+    from .runner import Numbered, Workload
 
     key = {"preset": preset, "seed": int(seed),
            "protocol": {k: v for k, v in proto.items() if k != "n_seeds"},
            "scenarios": [sc.as_dict() for sc in scenario_list]}
     former = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
     key["methods"] = list(METHODS)  # a method added or removed is another store
-    units, by_unit = [], {}
-    for sc in scenario_list:
-        for s in range(proto["n_seeds"]):
-            units.append(f"{sc.name}_s{s:04d}")
-            by_unit[units[-1]] = (sc, s)
-    return Workload(name="compare", preset=preset, key=key, units=tuple(units),
+    units = Numbered([f"{sc.name}_s" for sc in scenario_list], proto["n_seeds"])
+    by_unit = units.mapping(scenario_list)  # unit -> (scenario, seed), made on demand
+    return Workload(name="compare", preset=preset, key=key, units=units,
                     compute=partial(_compute_unit, by_unit, proto),
                     seed=int(seed), seed_key=partial(_seed_key, by_unit),
                     rows=partial(_rows_per_unit, len(METHODS)),

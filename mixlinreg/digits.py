@@ -535,10 +535,10 @@ def workload(cfg, seeds, seed=0, preset="paper"):
     ``s``, seeded by ``SeedSequence(seed, spawn_key=(s,))`` (= ``SeedSequence(seed).spawn(seeds)[s]``);
     a unit's frame holds the methods' rows (``part = "rows"``) and IFCA's recovery trace
     (``part = "recovery"``). The store key holds the root seed and the parameters."""
-    from .runner import Workload
+    from .runner import Numbered, Workload
 
     return Workload(name="digits", preset=preset, key={"seed": int(seed), "config": cfg},
-                    units=tuple(f"seed{s:04d}" for s in range(seeds)),
+                    units=Numbered(["seed"], seeds),
                     compute=partial(_digits_unit, dict(cfg)), seed=int(seed),
                     seed_key=_seed_key, to_csv_kw=dict(float_format="%.17g"))
 

@@ -18,7 +18,12 @@ theory studies, ``compare`` and ``digits``):
 * **where**: ``backend="loky"`` (``n_jobs`` local processes, each with ``cores // n_jobs`` numba
   threads and single-threaded BLAS), ``"dask"`` (an existing cluster: ``scheduler`` is its address
   or a ``dask.distributed.Client``) or ``"sequential"``; results do not depend on any of it;
-* **progress**: one tqdm bar per workload.
+* **progress**: one tqdm bar per workload;
+* **sized first**: units may be named on demand (:class:`Units`: a grid of 1e9 units costs
+  nothing until a unit runs), and a workload that can estimate its largest unit's memory
+  (``memory``) is refused before any unit runs when that unit does not fit
+  (:class:`~mixlinreg._memory.UnitMemoryError`, naming the setting and the estimate), or runs
+  fewer units at once when only several at once do not fit.
 
 A workload that reads another's results declares them in ``reads`` (a study of a Figure 2 panel
 reads that panel's store); :func:`run` checks them before any work.
@@ -27,11 +32,14 @@ reads that panel's store); :func:`run` checks them before any work.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import logging
 import re
 import resource
 import time
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -39,10 +47,14 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ._firstuse import compile_once_first
+from ._memory import UnitMemoryError, available_bytes, format_bytes
 from ._paths import inside, plain_name
 from ._validation import check_bool
 
-__all__ = ["Workload", "run", "store_key", "json_default", "BACKENDS"]
+__all__ = ["Workload", "Units", "Numbered", "run", "store_key", "json_default", "BACKENDS", "UnitMemoryError"]
+
+logger = logging.getLogger("mixlinreg")
 
 #: where units can run
 BACKENDS = ("loky", "dask", "sequential")
@@ -83,6 +95,93 @@ def name_key(workload_name: str, unit: str) -> tuple:
     return (zlib.crc32(workload_name.encode()), zlib.crc32(unit.encode()))
 
 
+class Units(Sequence):
+    """Unit names made on demand: ``count`` units, the i-th named ``name(i)``, found back by
+    ``index(name)`` (an int, or ``None`` for a name that is not one of them). Holds no list, so
+    a workload of any size is described in O(1) memory; ``name`` and ``index`` must be picklable
+    (module-level functions, :func:`functools.partial` or bound methods of picklable objects) for
+    worker processes. ``index(name(i)) == i`` must hold (names unique and plain, as for a tuple).
+    """
+
+    def __init__(self, count, name, index):
+        self.count, self._name, self._index = int(count), name, index
+
+    def __len__(self):
+        return self.count
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._name(j) for j in range(*i.indices(self.count))]
+        i = int(i)
+        if i < 0:
+            i += self.count
+        if not 0 <= i < self.count:
+            raise IndexError(f"unit index {i} out of range (there are {self.count} units)")
+        return self._name(i)
+
+    def __iter__(self):
+        return (self._name(i) for i in range(self.count))
+
+    def __contains__(self, name):
+        return isinstance(name, str) and self._index(name) is not None
+
+    def index(self, name, *_):
+        i = self._index(name) if isinstance(name, str) else None
+        if i is None:
+            raise ValueError(f"{name!r} is not one of the {self.count} units")
+        return i
+
+
+class Numbered(Units):
+    """Units ``<prefix><i:04d>`` for each prefix in order and ``i < count`` (``compare``'s
+    ``fig2_k2_s0000``, ``digits``' ``seed0000``), named on demand (no two prefixes may make the
+    same name, e.g. ``"k2"`` and ``"k"``).
+
+    >>> u = Numbered(["a_s", "b_s"], 3)
+    >>> len(u), u[4], u.split("b_s0001"), "b_s1" in u
+    (6, 'b_s0001', (1, 1), False)
+    """
+
+    def __init__(self, prefixes, count):
+        self.prefixes, self.per = tuple(prefixes), int(count)
+        self._at = {p: j for j, p in enumerate(self.prefixes)}
+        super().__init__(len(self.prefixes) * self.per, self._name_of, self._index_of)
+
+    def _name_of(self, i):
+        j, k = divmod(i, self.per)
+        return f"{self.prefixes[j]}{k:04d}"
+
+    def split(self, name):
+        """``(prefix position, number)`` of the unit ``name``, or ``None``."""
+        if not isinstance(name, str):
+            return None
+        for cut in range(len(name) - 4, -1, -1):  # a prefix may end in a digit itself
+            head, tail = name[:cut], name[cut:]
+            if head in self._at and tail.isdigit() and f"{int(tail):04d}" == tail \
+                    and int(tail) < self.per:
+                return self._at[head], int(tail)
+        return None
+
+    def _index_of(self, name):
+        jk = self.split(name)
+        return None if jk is None else jk[0] * self.per + jk[1]
+
+    def mapping(self, values):
+        """``unit -> (values[prefix position], number)``, made on demand (picklable)."""
+        return _NumberedMap(self, tuple(values))
+
+
+class _NumberedMap:
+    def __init__(self, units, values):
+        self.units, self.values = units, values
+
+    def __getitem__(self, name):
+        jk = self.units.split(name)
+        if jk is None:
+            raise KeyError(name)
+        return self.values[jk[0]], jk[1]
+
+
 @dataclass(frozen=True)
 class Workload:
     """A workload as a record.
@@ -93,8 +192,9 @@ class Workload:
         Plain names; with ``key`` they name the store folder (:func:`store_key`).
     key : dict
         Everything that can change a result (config values, root seed), as plain JSON values.
-    units : tuple of str
-        The units' names, in the order of the table (plain names, unique).
+    units : tuple of str or Units
+        The units' names, in the order of the table (plain names, unique); a :class:`Units`
+        names them on demand (a huge grid is never materialised).
     compute : callable
         ``compute(unit, seed_sequence) -> DataFrame`` or ``(DataFrame, info dict)``; must be
         picklable (a module-level function, or a :func:`functools.partial` of one) to run in
@@ -124,6 +224,11 @@ class Workload:
         The store's names under earlier store-key recipes: a store found under one of them (and
         not under the current name) is migrated (records retagged, folder renamed), never
         recomputed.
+    memory : callable, optional
+        ``memory() -> (bytes, what, hint)``: the estimated memory of the workload's largest unit,
+        its setting in words and what to lower. :func:`run` refuses the run before any unit
+        starts when that unit does not fit in the memory available, and runs fewer units at once
+        when only that many fit.
     """
 
     name: str
@@ -139,6 +244,7 @@ class Workload:
     reads: tuple = ()
     pin_blas: bool = True
     former: tuple = ()
+    memory: Callable | None = None
 
     def __post_init__(self):
         plain_name("workload name", self.name)
@@ -146,6 +252,8 @@ class Workload:
         check_bool("pin_blas", self.pin_blas)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if isinstance(self.units, Units):
+            return  # named on demand: checked as each unit is stored
         names = list(self.units)
         for u in names:  # a unit's name becomes a file name: never a path
             if not isinstance(u, str) or not _UNIT_RE.match(u) or len(u) > 100:
@@ -186,7 +294,17 @@ class Workload:
     def compute_unit(self, unit: str):
         """``(rows, info)`` of one unit, computed here."""
         t0 = time.perf_counter()
-        out = self.compute(unit, self.seed_sequence(unit))
+        try:
+            out = self.compute(unit, self.seed_sequence(unit))
+        except UnitMemoryError:
+            raise
+        except MemoryError as exc:  # numpy's _ArrayMemoryError included
+            hint = self.memory()[2] if self.memory is not None else \
+                "lower the problem size of its config"
+            raise UnitMemoryError(
+                f"{self.name}/{self.preset}: unit {unit} ran out of memory "
+                f"({str(exc).splitlines()[0] if str(exc) else 'MemoryError'}); the units finished "
+                f"before are kept: {hint}, or run fewer units at once (--n-jobs)") from None
         rows, info = out if isinstance(out, tuple) else (out, {})
         if not isinstance(rows, pd.DataFrame):
             raise TypeError(f"workload {self.name}: unit {unit!r} must return a pandas DataFrame, "
@@ -214,6 +332,8 @@ def _migrate(root, folder, former, tag):
                 continue  # an unreadable record: the unit is checked (and recomputed) as damaged
             if isinstance(rec, dict) and rec.get("tag") in (old_tag, None):
                 rec["tag"] = tag
+                if "store" in rec:  # the folder's new name
+                    rec["store"] = folder.name
                 atomic_write(rec_path, json.dumps(rec, indent=1, sort_keys=True))
         try:
             old.rename(folder)
@@ -230,6 +350,7 @@ def _work(workload, root, unit, threads, pin_blas=True):
     from threadpoolctl import threadpool_limits
 
     store = workload.store(root)
+    store.path(unit)  # a plain name (units named on demand are checked here)
     if not store.claim(unit):
         return dict(unit=unit, skipped="claimed")
     try:
@@ -266,27 +387,18 @@ def _in_memory(workload, unit, threads):
 
 
 def _dispatch(fn, items, *, n_jobs, backend, threads, thread_workers=1):
-    """Yield ``fn(item)``'s results in completion order on the chosen backend."""
+    """Yield ``fn(item)``'s results in completion order on the chosen backend; ``items`` may be
+    a generator (taken as the workers need them: a huge workload is never listed)."""
     import joblib
 
     if thread_workers > 1:  # e.g. JAX on a GPU: several units at once, in threads of this process
-        from concurrent.futures import ThreadPoolExecutor, as_completed
-
-        from threadpoolctl import threadpool_limits
-
-        pool = ThreadPoolExecutor(max_workers=thread_workers)
-        try:
-            with threadpool_limits(limits=1):
-                futures = [pool.submit(fn, it, True) for it in items]
-                for fut in as_completed(futures):
-                    yield fut.result()
-        finally:  # on an error or Ctrl-C, units not started are not started
-            pool.shutdown(wait=True, cancel_futures=True)
+        yield from _in_threads(fn, items, thread_workers)
         return
     if backend == "sequential" or (backend == "loky" and n_jobs == 1):
         for it in items:
             yield fn(it)
         return
+    items = yield from compile_once_first(fn, items, n_jobs=n_jobs, backend=backend)
     tasks = (joblib.delayed(fn)(it) for it in items)
     if backend == "dask":
         cfg = joblib.parallel_config(backend="dask")
@@ -296,6 +408,30 @@ def _dispatch(fn, items, *, n_jobs, backend, threads, thread_workers=1):
         par = joblib.Parallel(n_jobs=n_jobs if backend == "loky" else -1,
                               return_as="generator_unordered")
         yield from par(tasks)
+
+
+def _in_threads(fn, items, workers):
+    """``fn(item, True)`` in ``workers`` threads, at most twice as many submitted at once."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    from threadpoolctl import threadpool_limits
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    pending = set()
+    try:
+        with threadpool_limits(limits=1):
+            for it in items:
+                pending.add(pool.submit(fn, it, True))
+                if len(pending) >= 2 * workers:
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        yield fut.result()
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    yield fut.result()
+    finally:  # on an error or Ctrl-C, units not started are not started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Call:
@@ -321,9 +457,11 @@ def check_backend(n_jobs, backend):
 
 
 def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
-    """Compute the units ``todo`` into ``store``; wait for those other processes hold (taking
-    over a unit whose process died)."""
-    while todo:
+    """Compute the units ``todo`` (any iterable) into ``store``; wait for those other processes
+    hold, saying once per unit which unit, host and pid the wait is on and for how long, and
+    take over a unit whose process died or whose claim went stale."""
+    announced = set()
+    while True:
         waiting = []
         for info in _dispatch(_Call(_work, workload, root, go["threads"]), todo, **go):
             if info.get("skipped") == "claimed":
@@ -335,8 +473,13 @@ def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
                 infos.append(info)
             report(info["unit"], info)
             bar.update(1)
-        todo = [u for u in todo if u in waiting]
+        todo = waiting
         while todo:
+            for u in todo:
+                line = None if u in announced else store.wait_line(u)
+                if line:
+                    announced.add(u)
+                    logger.warning("%s/%s: %s", workload.name, workload.preset, line)
             time.sleep(poll)
             finished = {u for u in todo if store.is_done(u, warn=False)}
             by_others |= finished
@@ -345,8 +488,53 @@ def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
             bar.update(len(finished))
             todo = [u for u in todo if u not in finished]
             if any(store.holder(u) is None for u in todo):
-                todo = [u for u in todo if store.holder(u) is None]
-                break
+                break  # dispatch again: a free unit is claimed, one still held comes back "claimed"
+        if not todo:
+            return
+
+
+#: memory of a worker process before its unit (Python, numpy, numba, pandas)
+_WORKER_BYTES = 300 * 2**20
+
+
+def _fit_memory(workload, backend, n_jobs, thread_workers):
+    """Refuse ``workload`` when its largest unit does not fit in the memory available (before
+    any unit runs); run fewer units at once when only that many fit (saying so). Returns
+    ``(n_jobs, thread_workers, bytes of the largest unit or None)``."""
+    if workload.memory is None or backend == "dask":  # a cluster's workers: not this machine
+        return n_jobs, thread_workers, None
+    need, what, hint = workload.memory()
+    room = available_bytes()
+    if room is None:
+        return n_jobs, thread_workers, need
+    where = f"{workload.name}/{workload.preset}"
+    if need > room:
+        raise UnitMemoryError(f"{where}: a unit needs about {format_bytes(need)} ({what}) but "
+                              f"{format_bytes(room)} are available: {hint}")
+    procs = n_jobs if backend == "loky" else 1
+    at_once = max(procs, thread_workers)
+    each = need + (_WORKER_BYTES if procs > 1 else 0)
+    fit = max(1, int(room // each))
+    if at_once > fit:
+        logger.warning("%s: %d units at once would need about %s (%s each) but %s are available: "
+                       "running %d at once", where, at_once, format_bytes(at_once * each),
+                       format_bytes(each), format_bytes(room), fit)
+        n_jobs, thread_workers = min(n_jobs, fit), min(thread_workers, fit)
+    return n_jobs, thread_workers, need
+
+
+def _in_order(units, names, lazy):
+    """``names`` (a set of unit names) in the workload's unit order."""
+    if lazy:
+        return sorted(names, key=units.index)
+    return [u for u in units if u in names]
+
+
+def _stored(store, units, lazy):
+    """The units of ``units`` that ``store`` holds, proven (the files present are listed once;
+    a workload of a billion units is never walked)."""
+    member = units.__contains__ if lazy else set(units).__contains__
+    return {u for u in store.ids() if member(u) and store.is_done(u)}
 
 
 def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=None, progress=False,
@@ -357,12 +545,17 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     (read back from the store, so the types are the same whether a unit was computed now or
     earlier; with ``root=None`` nothing is stored and every unit is computed), and a summary
     (``units_run``, ``units_skipped``, ``units_by_others``, ``units_total``, ``seconds``,
-    ``n_jobs``, ``threads_per_job``, ``backend`` and the units' ``infos``). ``max_units`` stops
-    after that many new units (for sampling or tests; the rows then hold only finished units).
-    ``collect=False`` returns ``None`` for the rows (a caller that reads its store itself);
-    ``thread_workers > 1`` runs that many units at once in threads of this process (JAX on a GPU).
-    ``on_unit(unit, info)`` is called in this process for every unit already stored (``info``
-    ``{"skipped": "done"}``) and then as each unit finishes, here or in a worker.
+    ``n_jobs``, ``threads_per_job``, ``backend``, ``unit_memory_bytes`` and the units' ``infos``).
+    ``max_units`` stops after that many new units (for sampling or tests; the rows then hold only
+    finished units). ``collect=False`` returns ``None`` for the rows (a caller that reads its
+    store itself); ``thread_workers > 1`` runs that many units at once in threads of this process
+    (JAX on a GPU). ``on_unit(unit, info)`` is called in this process for every unit already
+    stored (``info`` ``{"skipped": "done"}``) and then as each unit finishes, here or in a worker.
+
+    A workload with a ``memory`` estimate is refused with a
+    :class:`~mixlinreg._memory.UnitMemoryError` before anything is stored when its largest unit
+    does not fit in the memory available; units are taken from ``workload.units`` as they are
+    dispatched, so a huge workload starts its first unit at once.
     """
     from tqdm.auto import tqdm
 
@@ -373,26 +566,29 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     n_jobs = check_backend(n_jobs, backend)
     for check in workload.reads:
         check()
-    units = list(workload.units)
+    n_jobs, thread_workers, unit_bytes = _fit_memory(workload, backend, n_jobs, thread_workers)
+    units = workload.units
+    lazy = isinstance(units, Units)
     store = None if root is None else workload.store(root, clean=True)
-    done = set() if store is None else {u for u in units if store.is_done(u)}
-    todo = [u for u in units if u not in done]
+    done = set() if store is None else _stored(store, units, lazy)
+    n_todo = len(units) - len(done)
+    todo = (u for u in units if u not in done)
     if max_units is not None:
-        todo = todo[:max_units]
+        n_todo = min(n_todo, max_units)
+        todo = itertools.islice(todo, max_units)
     if backend == "loky":  # never more local workers than usable cores or units to run
-        n_jobs = max(1, min(n_jobs, usable_cores(), max(1, len(todo))))
+        n_jobs = max(1, min(n_jobs, usable_cores(), max(1, n_todo)))
     threads = numba_threads(n_jobs) if backend != "dask" else 1
     t0 = time.perf_counter()
     infos, by_others, fresh = [], set(), {}
     report = on_unit if on_unit is not None else (lambda unit, info: None)
-    for u in units:
-        if u in done:
-            report(u, {"unit": u, "skipped": "done"})
-    bar = tqdm(total=len(units), initial=len(units) - len(todo), unit="unit",
+    for u in _in_order(units, done, lazy):
+        report(u, {"unit": u, "skipped": "done"})
+    bar = tqdm(total=len(units), initial=len(units) - n_todo, unit="unit",
                desc=desc or f"{workload.name}/{workload.preset}", disable=not progress)
     client = None
     try:
-        if backend == "dask" and todo:
+        if backend == "dask" and n_todo:
             from dask.distributed import Client
 
             client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
@@ -412,12 +608,14 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     if not collect:
         rows = None
     elif store is None:
-        rows = {u: fresh[u] for u in units if u in fresh}
+        rows = {u: fresh[u] for u in _in_order(units, set(fresh), lazy)}
     else:
-        rows = {u: store.read(u) for u in units if store.is_done(u, warn=False)}
+        names = _in_order(units, done | by_others | {i["unit"] for i in infos}, True) if lazy \
+            else units
+        rows = {u: store.read(u) for u in names if store.is_done(u, warn=False)}
     summary = dict(workload=workload.name, preset=workload.preset,
                    seconds=time.perf_counter() - t0, units_run=len(infos),
                    units_total=len(units), units_skipped=len(done), units_by_others=len(by_others),
                    n_jobs=n_jobs, threads_per_job=threads, backend=backend, infos=infos,
-                   store=None if store is None else str(store.folder))
+                   store=None if store is None else str(store.folder), unit_memory_bytes=unit_bytes)
     return rows, summary

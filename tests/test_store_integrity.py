@@ -189,16 +189,18 @@ def test_a_study_unit_store_proves_its_units(tmp_path):
         again = ctx().unit("u0", compute)
     assert len(calls) == 2
     pd.testing.assert_frame_equal(first, again)
-    # a legacy unit (no record) that parses is accepted once and migrated; garbage is not
+    # a unit without a record cannot be tied to its unit and store (issue 25): recomputed, with a
+    # warning naming it, never trusted because it parses
     path.with_name("u0.check.json").unlink()
     c = ctx()
-    c.unit("u0", compute)
-    assert (len(calls), c.units_resumed) == (2, 1)
+    with pytest.warns(DamagedUnitWarning, match="u0.csv.*no checksum record"):
+        c.unit("u0", compute)
+    assert (len(calls), c.units_computed) == (3, 1)
     path.with_name("u0.check.json").unlink()
     path.write_text("a,b\n1,2,3\n4\n")  # ragged lines
     with pytest.warns(DamagedUnitWarning, match="u0.csv"):
         ctx().unit("u0", compute)
-    assert len(calls) == 3
+    assert len(calls) == 4
 
 
 class warnings_as_errors:

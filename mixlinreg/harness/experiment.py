@@ -39,6 +39,9 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,6 +96,80 @@ class Unit:
         return (self.m, self.n, self.d, self.k, self.trial)
 
 
+_UNIT_ID = re.compile(r"^m(\d+)_n(\d+)_d(\d+)_k(\d+)_t(\d+)$")
+
+
+class UnitList(Sequence):
+    """The units of an experiment, made on demand (``exp.units()``): groups in the order of
+    :meth:`Experiment.groups` (the last axis fastest), trials within each group. Holds no list: a
+    grid of a billion units is described in O(1) memory, and a unit is found by its id in O(1)
+    (:meth:`index`)."""
+
+    def __init__(self, exp):
+        self._exp = exp
+        self._axes = [list(exp.grid[a]) for a in GROUP_AXES]
+        self._trials = int(exp.protocol["trials"])
+        self._n = math.prod(len(a) for a in self._axes) * self._trials
+        self._cells = None
+
+    def __len__(self):
+        return self._n
+
+    def _coords(self, i):
+        i = int(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"unit index {i} out of range ({self._n} units)")
+        g, t = divmod(i, self._trials)
+        vals = []
+        for axis in reversed(self._axes):
+            g, j = divmod(g, len(axis))
+            vals.append(int(axis[j]))
+        return tuple(reversed(vals)) + (t,)
+
+    def id_at(self, i) -> str:
+        """The id of unit ``i`` (no cells are built)."""
+        m, n, d, k, t = self._coords(i)
+        return f"m{m}_n{n}_d{d}_k{k}_t{t:04d}"
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if self._cells is None:
+            self._cells = tuple(self._exp.cells())
+        return Unit(*self._coords(i), self._cells)
+
+    def __iter__(self):
+        return (self[i] for i in range(self._n))
+
+    def find(self, unit_id):
+        """The index of the unit named ``unit_id`` (a str or a :class:`Unit`), or ``None``."""
+        unit_id = unit_id.id if isinstance(unit_id, Unit) else unit_id
+        match = _UNIT_ID.match(unit_id) if isinstance(unit_id, str) else None
+        if match is None:
+            return None
+        *vals, t = (int(v) for v in match.groups())
+        if t >= self._trials:
+            return None
+        g = 0
+        for axis, v in zip(self._axes, vals):
+            if v not in axis:
+                return None
+            g = g * len(axis) + axis.index(v)
+        i = g * self._trials + t
+        return i if self.id_at(i) == unit_id else None
+
+    def index(self, unit_id, *_):
+        i = self.find(unit_id)
+        if i is None:
+            raise ValueError(f"{unit_id!r} is not one of the {self._n} units")
+        return i
+
+    def __contains__(self, unit_id):
+        return self.find(unit_id) is not None
+
+
 @dataclass(frozen=True)
 class Experiment:
     name: str
@@ -123,26 +200,25 @@ class Experiment:
         return [tuple(int(v) for v in g) for g in
                 itertools.product(*(self.grid[a] for a in GROUP_AXES))]
 
-    def units(self):
-        cells = tuple(self.cells())
-        return [Unit(m, n, d, k, t, cells) for (m, n, d, k) in self.groups()
-                for t in range(self.protocol["trials"])]
+    def units(self) -> UnitList:
+        """Every unit, groups then trials: a :class:`UnitList` (made on demand, never a list)."""
+        return UnitList(self)
 
     def unit(self, unit_id):
         """The unit named ``unit_id`` (``"m100_n100_d1000_k2_t0000"``); a ``ValueError`` that
         names the experiment, its preset and the first and last of its units otherwise."""
         units = self.units()
-        for u in units:
-            if u.id == unit_id:
-                return u
-        ids = [u.id for u in units]
-        raise ValueError(f"unit: must be one of the {len(ids)} units of {self.name} at preset "
-                         f"{self.preset} ({ids[0]} ... {ids[-1]}), got {unit_id!r}")
+        i = units.find(unit_id)
+        if i is not None:
+            return units[i]
+        raise ValueError(f"unit: must be one of the {len(units)} units of {self.name} at preset "
+                         f"{self.preset} ({units.id_at(0)} ... {units.id_at(-1)}), got {unit_id!r}")
 
     @property
     def runs_per_unit(self) -> int:
         p = self.protocol
-        return len(self.cells()) * p["n_init"] * len(p["steps"])
+        return math.prod(len(self.grid[a]) for a in CELL_AXES if a in self.grid) \
+            * p["n_init"] * len(p["steps"])
 
 
 def _fail(where, msg):

@@ -4,14 +4,17 @@ share between processes.
 Two layers:
 
 * :class:`UnitStore`: a folder of units. ``<id>.csv`` holds a unit's rows; ``<id>.check.json``
-  (written atomically *after* the CSV) records its sha256, size, row count, columns and the store's
-  tag (the config hash). On resume a unit counts as done only if its file matches its record; a
-  unit that is truncated, empty, garbage, has other columns or another row count, or carries
-  another config's tag is reported with a :class:`DamagedUnitWarning` naming the file, moved aside
-  (``<id>.csv.damaged-<time>``, never deleted) and recomputed. A unit without a record (written by
-  an older mixlinreg, or by a process killed between the two writes) is parsed and checked against
-  what the store expects (columns, row count, config hash); if it passes, its record is written
-  then (a one-time migration).
+  (written atomically *after* the CSV) records its sha256, size, row count, columns, the unit it
+  belongs to, the store's name and its tag (the config hash). On resume a unit counts as done only
+  if its file matches its record and the record names this unit, this store and this config: a
+  unit that is truncated, empty, garbage, has other columns or another row count, carries another
+  config's tag, or was copied over another unit, swapped with one or copied in from another store
+  is reported with a :class:`DamagedUnitWarning` (one line naming the file and why), moved aside
+  (``<id>.csv.damaged-<time>``, never deleted) and recomputed. A unit without a record (or with a
+  record of an older format that names no unit or no config) is recomputed the same way, unless
+  the store can prove it from its rows (a Figure 2 store: every row names its unit and config
+  hash): then its record is written (a one-time migration). Records written before the store's
+  name was recorded are still read (their tag names the config).
 * :class:`ResultStore`: the harness's store of one experiment,
   ``<out>/<experiment>-<preset>-<hash[:12]>/`` with ``manifest.json`` and ``units/``; it expects
   the columns :data:`~mixlinreg.harness.run.COLUMNS`, ``runs_per_unit`` rows per unit and the
@@ -24,12 +27,21 @@ another process skips a claimed unit, and waits for it at the end. A lock whose 
 (same host) or that is older than ``stale_after`` seconds (another host) is broken. Temporary files
 carry host and pid in their name; only their owner removes them (or anyone, once the owner is
 dead). Writes are ``os.replace`` of a fsynced temporary file, so a reader sees a whole file or none.
+A process that waits on another's claim says once which unit, host and pid it waits on and for how
+long (on the ``mixlinreg`` logger).
+
+Faults end in one line (a :class:`StoreError`, a ``ValueError`` the CLI prints as one line) that
+says what, where and how to resume, and keep the finished units: a damaged or foreign
+``manifest.json``, a file where a folder is needed, a full disk while a unit is written
+(:class:`StoreWriteError`, also an ``OSError``).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -47,10 +59,65 @@ from .run import COLUMNS, LEGACY_COLUMNS
 STALE_AFTER = 24 * 3600.0
 _UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$")
 _HOST = _paths.HOST
+#: seconds a lock that cannot be read is given for its writer to finish it
+_UNREADABLE_GRACE = 30.0
+logger = logging.getLogger("mixlinreg")
 
 
 class DamagedUnitWarning(UserWarning):
     """A stored unit failed its check: it is not counted as done and will be recomputed."""
+
+
+class StoreError(RuntimeError, ValueError):
+    """A store that cannot be used as it is (a damaged or foreign manifest, a file where a folder
+    is needed): the message says what, where and how to resume; finished units are kept."""
+
+
+class StoreWriteError(StoreError, OSError):
+    """A unit (or a manifest) could not be written (a full disk, say): the units written before
+    are kept and a rerun of the same command resumes."""
+
+
+def _span(seconds) -> str:
+    """``"12 s"``, ``"5 min"``, ``"23.9 h"``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def make_folder(folder, what="result store") -> Path:
+    """Create ``folder`` and its parents; a file in the way, or a folder that cannot be made, is
+    a :class:`StoreError` naming it and how to go on."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next((p for p in [folder, *folder.parents] if p.exists() and not p.is_dir()),
+                       folder)
+        raise StoreError(f"{what}: {blocker} is a file where a folder is needed (for {folder}): "
+                         "move it away and run the same command again") from None
+    except OSError as exc:
+        raise StoreWriteError(f"{what}: cannot create the folder {folder} "
+                              f"({exc.strerror or exc}): fix that and run the same command "
+                              "again") from None
+    return folder
+
+
+def _write_error(what, where, exc, kept) -> StoreWriteError:
+    """One line for a failed write: what, where, that the finished units are kept, how to go on."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    cause = "no space left on the disk (ENOSPC)" if exc.errno == errno.ENOSPC else \
+        "the disk quota is exceeded (EDQUOT)" if full else f"{exc.strerror or exc}"
+    done = "no unit was finished yet" if kept is None else \
+        f"the units finished there ({kept}) are kept"
+    err = StoreWriteError(f"result store: {cause} while writing {what} in {where}; {done}: "
+                          f"{'free some space' if full else 'fix that'} and run the same command "
+                          "again to resume")
+    err.errno = exc.errno
+    return err
 
 
 _FILE_MODE = _paths._FILE_MODE
@@ -120,6 +187,9 @@ class UnitStore:
         folder's name already carries the config's hash.
     stale_after : float
         Seconds after which a lock of another host counts as stale.
+    name : str, optional
+        The store's name, recorded with every unit and required on read (default: the folder's
+        name); a unit copied in from another store is never counted as done.
     """
 
     SUFFIX = ".csv"
@@ -127,9 +197,9 @@ class UnitStore:
     LOCK = ".lock"
 
     def __init__(self, folder, *, tag=None, columns=None, legacy_columns=(), rows=None, check=None,
-                 read_kw=None, stale_after=STALE_AFTER, legacy_tags=()):
-        self.folder = Path(folder)
-        self.folder.mkdir(parents=True, exist_ok=True)
+                 read_kw=None, stale_after=STALE_AFTER, legacy_tags=(), name=None):
+        self.folder = make_folder(folder)
+        self.name = self.folder.name if name is None else str(name)
         self.tag = tag
         self.legacy_tags = tuple(legacy_tags)
         self.columns = None if columns is None else list(columns)
@@ -199,14 +269,21 @@ class UnitStore:
     def problem(self, unit_id, *, migrate=True) -> str | None:
         """Why the stored unit ``unit_id`` cannot be counted as done, or ``None`` if it is proven.
 
-        ``"missing"`` when there is no file. A unit without a checksum record that passes every
-        check gets its record written (``migrate=True``).
+        ``"missing"`` when there is no file. A unit is proven by its checksum record when the
+        record matches the file and names this unit, this store (when it names one) and this
+        config. A unit without a record, or with an older record that names no unit or no config,
+        is proven only by the store's ``check`` of its rows (then its record is written,
+        ``migrate=True``); a store without ``check`` cannot tie it to the unit: recomputed.
         """
         path = self.path(unit_id)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return "missing"
+        except IsADirectoryError:
+            return "it is a folder, not a file"
+        except OSError as exc:
+            return f"it cannot be read ({exc.strerror or exc})"
         rec_path = self.record_path(unit_id)
         try:
             rec = json.loads(rec_path.read_text())
@@ -215,19 +292,14 @@ class UnitStore:
         except (ValueError, OSError):
             return f"its checksum record {rec_path.name} is unreadable"
         if rec is not None:
-            if not isinstance(rec, dict):
-                return f"its checksum record {rec_path.name} is unreadable"
-            if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):
-                return (f"its content does not match its checksum record ({len(data)} bytes, "
-                        f"{rec.get('bytes')} recorded)")
-            if self.tag is not None and rec.get("tag") != self.tag \
-                    and rec.get("tag") not in self.legacy_tags:
-                return f"it belongs to another config (tag {rec.get('tag')!r}, expected {self.tag!r})"
-            if self.columns is not None and rec.get("columns") not in self._layouts:
-                return f"columns {rec.get('columns')} instead of {self.columns}"
-            if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):
-                return f"{rec.get('rows')} rows instead of {int(self.rows(unit_id))}"
-            return None
+            why = self._record_problem(unit_id, rec, data)
+            if why is not None or (rec.get("unit") is not None
+                                   and (self.tag is None or rec.get("tag") is not None)):
+                return why
+        if self.check is None:
+            return ("it has no checksum record, so nothing ties it to this unit and store (copied "
+                    "in, or cut off between its two writes?)" if rec is None else
+                    "its checksum record is of an older format that names no unit or no config")
         df, why = self._parse(data, unit_id)
         if why is not None:
             return why
@@ -235,10 +307,40 @@ class UnitStore:
             self._write_record(unit_id, data, df)
         return None
 
+    def _record_problem(self, unit_id, rec, data) -> str | None:
+        """What is wrong with a unit's record ``rec`` for its bytes ``data`` (None: nothing)."""
+        name = self.record_path(unit_id).name
+        if not isinstance(rec, dict):
+            return f"its checksum record {name} is unreadable"
+        if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):
+            return (f"its content does not match its checksum record ({len(data)} bytes, "
+                    f"{rec.get('bytes')} recorded)")
+        if rec.get("unit") is not None and rec.get("unit") != unit_id:
+            return (f"its checksum record names unit {rec.get('unit')!r}, not {unit_id!r} (a unit "
+                    "copied over another, or two swapped?)")
+        if self.tag is not None and rec.get("tag") is not None and rec.get("tag") != self.tag \
+                and rec.get("tag") not in self.legacy_tags:
+            return f"it belongs to another config (tag {rec.get('tag')!r}, expected {self.tag!r})"
+        if rec.get("store") is not None and rec.get("store") != self.name:
+            return (f"its checksum record names store {rec.get('store')!r}, not {self.name!r} "
+                    "(copied in from another store?)")
+        if self.columns is not None and rec.get("columns") not in self._layouts:
+            return f"columns {rec.get('columns')} instead of {self.columns}"
+        if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):
+            return f"{rec.get('rows')} rows instead of {int(self.rows(unit_id))}"
+        return None
+
     def _write_record(self, unit_id, data: bytes, df):
-        rec = dict(unit=unit_id, sha256=_sha256(data), bytes=len(data), rows=int(len(df)),
-                   columns=[str(c) for c in df.columns], tag=self.tag)
-        atomic_write(self.record_path(unit_id), json.dumps(rec, indent=1, sort_keys=True))
+        rec = dict(unit=unit_id, store=self.name, sha256=_sha256(data), bytes=len(data),
+                   rows=int(len(df)), columns=[str(c) for c in df.columns], tag=self.tag)
+        try:
+            atomic_write(self.record_path(unit_id), json.dumps(rec, indent=1, sort_keys=True))
+        except OSError as exc:
+            raise _write_error(f"the checksum record of unit {unit_id}", self.folder, exc,
+                               self._n_recorded()) from None
+
+    def _n_recorded(self) -> int:
+        return sum(1 for _ in self.folder.glob(f"*{self.RECORD}"))
 
     def _warn(self, unit_id, why):
         key = (unit_id, why)
@@ -252,7 +354,7 @@ class UnitStore:
         why = self.problem(unit_id)
         if why is None:
             return True
-        if why != "missing" and warn:
+        if why != "missing" and warn and self.holder(unit_id) is None:  # (not one being written)
             self._warn(unit_id, why)
         return False
 
@@ -293,7 +395,10 @@ class UnitStore:
         if why is not None:
             raise ValueError(f"refusing to store unit {unit_id!r}: {why}")
         data = rows.to_csv(index=False, **to_csv_kw).encode()
-        atomic_write(self.path(unit_id), data)
+        try:
+            atomic_write(self.path(unit_id), data)
+        except OSError as exc:
+            raise _write_error(f"unit {unit_id}", self.folder, exc, self._n_recorded()) from None
         self._write_record(unit_id, data, rows)
 
     # ------------------------------------------------------------------ claims
@@ -313,7 +418,7 @@ class UnitStore:
         if info and info.get("host") == _HOST and isinstance(info.get("pid"), int):
             return not _pid_alive(info["pid"])
         if not info:  # unreadable: give its writer a few seconds
-            return age > 30.0
+            return age > _UNREADABLE_GRACE
         return age > self.stale_after
 
     def claim(self, unit_id) -> bool:
@@ -364,6 +469,29 @@ class UnitStore:
         if token is not None and info and info.get("token") == token:
             self.lock_path(unit_id).unlink(missing_ok=True)
 
+    def wait_line(self, unit_id) -> str | None:
+        """One line on the claim another process holds on ``unit_id``: which unit, host and pid,
+        since when, and how long a wait for it lasts at most (``None``: no live claim)."""
+        lock = self.lock_path(unit_id)
+        info = self._lock_info(unit_id)
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return None
+        if info is None or self._stale(info, lock):
+            return None
+        if not info:
+            return (f"unit {unit_id}: its lock {lock} is unreadable (being written, or damaged); "
+                    f"waiting at most {_span(_UNREADABLE_GRACE - age)} more, then taking it over")
+        who = f"pid {info.get('pid')} on host {info.get('host')}"
+        if info.get("host") == _HOST:
+            return (f"unit {unit_id} is being computed by {who} (this host), claimed "
+                    f"{_span(age)} ago; waiting until it finishes (taken over at once if that "
+                    "process ends)")
+        return (f"unit {unit_id} is being computed by {who}, claimed {_span(age)} ago; waiting "
+                f"until it finishes, at most {_span(self.stale_after - age)} more (a claim older "
+                f"than {_span(self.stale_after)} is taken over; remove {lock} to take it over now)")
+
     def holder(self, unit_id):
         """The live claim on ``unit_id`` (``{host, pid, time}``), or ``None``."""
         info = self._lock_info(unit_id)
@@ -378,6 +506,7 @@ class UnitStore:
         If another process holds the claim, wait for it (polling every ``poll`` seconds) and read
         its result. Returns ``(frame, computed)``.
         """
+        announced = False
         while True:
             if self.is_done(unit_id):
                 return self.read(unit_id), False
@@ -394,7 +523,36 @@ class UnitStore:
                     return self.read(unit_id), True  # same types whether fresh or resumed
                 finally:
                     self.release(unit_id)
+            line = None if announced else self.wait_line(unit_id)
+            if line:
+                announced = True
+                logger.warning("result store %s: %s", self.name, line)
             time.sleep(poll)
+
+
+def _read_manifest(manifest):
+    """``(manifest dict or None when absent, why it cannot be used or None)``."""
+    try:
+        have = json.loads(Path(manifest).read_text())
+    except FileNotFoundError:
+        return None, None
+    except IsADirectoryError:
+        return None, "is a folder, not a file"
+    except ValueError:
+        return None, "is damaged (not JSON)"
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    if not isinstance(have, dict):
+        return None, "is damaged (not a JSON object)"
+    return have, None
+
+
+def _manifest_error(manifest, why, units_dir) -> StoreError:
+    kept = sum(1 for _ in Path(units_dir).glob(f"*{UnitStore.RECORD}")) if Path(units_dir).is_dir() \
+        else 0
+    return StoreError(f"{manifest} {why}: move it away and run the same command again (the units "
+                      f"finished in {units_dir} ({kept}) are kept, each proven by its own record), "
+                      "or choose another --out")
 
 
 class ResultStore:
@@ -425,22 +583,21 @@ class ResultStore:
         name = plain_name("experiment name", exp.name)
         preset = plain_name("preset", exp.preset)
         self.path = inside(out_dir, Path(out_dir) / f"{name}-{preset}-{exp.hash()[:12]}")
-        self.units_dir = self.path / "units"
-        self.units_dir.mkdir(parents=True, exist_ok=True)
+        self.units_dir = make_folder(self.path / "units")
         manifest = self.path / "manifest.json"
         want = {"hash": exp.hash(), "config": exp.canonical(), "description": exp.description,
                 "layout": exp.layout}
-        if manifest.exists():
+        have, why = _read_manifest(manifest)
+        if why is None and have is not None and have.get("hash") != want["hash"]:
+            why = (f"belongs to another config (hash {have.get('hash')}, expected "
+                   f"{want['hash']}); refusing to mix results")
+        if why is not None:
+            raise _manifest_error(manifest, why, self.units_dir)
+        if have is None:
             try:
-                have = json.loads(manifest.read_text())
-            except ValueError:
-                raise RuntimeError(f"{manifest} is damaged (not JSON); move it away or choose "
-                                   "another --out") from None
-            if have.get("hash") != want["hash"]:
-                raise RuntimeError(f"{manifest} belongs to another config (hash {have.get('hash')}, "
-                                   f"expected {want['hash']}); refusing to mix results")
-        else:
-            atomic_write(manifest, json.dumps(want, indent=2, sort_keys=True))
+                atomic_write(manifest, json.dumps(want, indent=2, sort_keys=True))
+            except OSError as exc:
+                raise _write_error("manifest.json", self.path, exc, None) from None
         short = exp.hash()[:16]
 
         def check(unit_id, df):
@@ -455,7 +612,7 @@ class ResultStore:
                 return "a result column is empty"
             return None
 
-        self.units = UnitStore(self.units_dir, tag=exp.hash(), columns=COLUMNS,
+        self.units = UnitStore(self.units_dir, name=self.path.name, tag=exp.hash(), columns=COLUMNS,
                                legacy_columns=LEGACY_COLUMNS, rows=lambda _id: exp.runs_per_unit, check=check,
                                read_kw=dict(dtype={"spawn_key": str, "seed_entropy": str,
                                                    "config_hash": str, "unit": str}),
@@ -470,18 +627,26 @@ class ResultStore:
         from .experiment import Experiment
 
         path = Path(path)
-        man = json.loads((path / "manifest.json").read_text())
-        c = man["config"]
-        exp = Experiment(name=c["name"], description=man.get("description", ""),
-                         layout=man.get("layout", "R-sigma"), preset=c["preset"], grid=c["grid"],
-                         protocol=c["protocol"])
-        if exp.hash() != man["hash"]:
-            raise RuntimeError(f"{path / 'manifest.json'}: its config does not hash to its recorded "
-                               f"hash {man['hash']}; the manifest is damaged")
+        man, why = _read_manifest(path / "manifest.json")
+        if man is None and why is None:
+            raise FileNotFoundError(f"{path} holds no manifest.json: not a result store")
+        exp = None
+        if why is None:
+            try:
+                c = man["config"]
+                exp = Experiment(name=c["name"], description=man.get("description", ""),
+                                 layout=man.get("layout", "R-sigma"), preset=c["preset"],
+                                 grid=c["grid"], protocol=c["protocol"])
+            except (KeyError, TypeError):
+                why = "is damaged (its config is incomplete)"
+        if why is None and exp.hash() != man.get("hash"):
+            why = f"is damaged (its config does not hash to its recorded hash {man.get('hash')})"
+        if why is not None:
+            raise _manifest_error(path / "manifest.json", why, path / "units")
         store = cls(path.parent, exp, **kw)
         if store.path.resolve() != path.resolve():
-            raise RuntimeError(f"{path}: the folder name does not match its manifest "
-                               f"(expected {store.path.name})")
+            raise StoreError(f"{path}: the folder name does not match its manifest "
+                             f"(expected {store.path.name})")
         return store
 
     def unit_path(self, unit_id) -> Path:
@@ -497,8 +662,15 @@ class ResultStore:
 
     def table(self) -> pd.DataFrame:
         """All proven rows, in the experiment's unit order (independent of completion order)."""
-        order = {u.id: i for i, u in enumerate(self.exp.units())}
-        ids = sorted(self.done(), key=lambda u: (order.get(u, len(order)), u))
+        units = self.exp.units()  # named on demand: never the whole list
+
+        def position(unit_id):
+            try:
+                return units.index(unit_id)
+            except ValueError:
+                return len(units)
+
+        ids = sorted(self.done(), key=lambda u: (position(u), u))
         if not ids:
             return pd.DataFrame(columns=COLUMNS)
         table = pd.concat([self.units.read(u) for u in ids], ignore_index=True)

@@ -9,7 +9,9 @@ from functools import partial
 from .. import _numerics
 from .._env import usable_cores
 from .._validation import check_bool
-from ..runner import Workload, check_backend, run
+from ..runner import Units, Workload, check_backend, run
+from ._sizing import largest_unit
+from .experiment import GROUP_AXES
 from .run import run_unit
 from .store import ResultStore
 
@@ -42,12 +44,23 @@ def _open_store(exp, root, clean):
 def workload(exp, *, method="auto", kernel="numba"):
     """A Figure 2 panel as a :class:`~mixlinreg.runner.Workload`: one unit per trial of each
     (m, n, d, k) group, seeded by ``SeedSequence(protocol seed, spawn_key=(m, n, d, k, trial))``,
-    stored in ``<root>/<panel>-<preset>-<hash>/units`` (:class:`~mixlinreg.harness.store.ResultStore`)."""
+    stored in ``<root>/<panel>-<preset>-<hash>/units`` (:class:`~mixlinreg.harness.store.ResultStore`).
+    Its units are named on demand (:class:`~mixlinreg.runner.Units`: a grid of any size starts at
+    once) and its largest unit's memory is estimated from the config
+    (:func:`~mixlinreg.harness._sizing.largest_unit`), so that a unit that cannot fit is refused
+    before any unit runs."""
+    for a in GROUP_AXES:
+        vals = list(exp.grid[a])
+        if len(set(vals)) != len(vals):
+            raise ValueError(f"workload {exp.name}: unit names must be unique, but grid.{a} lists "
+                             f"a value twice ({vals})")
+    units = exp.units()
     return Workload(name=exp.name, preset=exp.preset, key=exp.canonical(),
-                    units=tuple(u.id for u in exp.units()),
+                    units=Units(len(units), units.id_at, units.find),
                     compute=partial(_compute, exp, method, kernel), seed=exp.protocol["seed"],
                     seed_key=partial(_seed_key, exp), open_store=partial(_open_store, exp),
-                    to_csv_kw=dict(float_format="%.17g"))
+                    to_csv_kw=dict(float_format="%.17g"),
+                    memory=partial(largest_unit, exp, method, kernel or "numba"))
 
 
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
