@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import (as_generator, check_array, check_choice, check_dtype, check_float,
-                          check_int)
+from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype,
+                          check_float, check_int)
 from .geometry import min_separation
 
 __all__ = ["init_bernoulli", "init_close", "tie_shared"]
@@ -170,7 +170,7 @@ def tie_shared(init, shared, *, matrix=False):
     arr = np.asarray(init)
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
-    base = 3 if matrix else 2
+    base = 3 if check_bool("matrix", matrix) else 2
     if arr.ndim not in (base, base + 1):
         shape = "(k, d, C) or (R, k, d, C)" if matrix else "(k, d) or (R, k, d)"
         raise ValueError(f"init must have shape {shape}, got shape {arr.shape}")

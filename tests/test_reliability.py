@@ -85,6 +85,7 @@ def _flag_calls():
         ("worst_placement", "interior"): lambda v: worst_placement(0.25, 1.0, interior=v),
         ("rebuild_d1", "write"): lambda v: rebuild_d1("/nonexistent-never-made", write=v),
         ("simplex_centers", "haar"): lambda v: simplex_centers(2, 3, 1.0, rng=0, haar=v),
+        ("tie_shared", "matrix"): lambda v: mlr.tie_shared(np.zeros((2, 3)), [0], matrix=v),
         ("Workload.__init__", "pin_blas"): lambda v: _toy_workload(pin_blas=v),
         ("Workload.store", "clean"): lambda v: _toy_workload().store("/nonexistent-never-made",
                                                                     clean=v),
