@@ -15,6 +15,7 @@ del _setup_numba_cache
 
 from . import baselines, metrics  # noqa: E402
 from .data import (
+    DuplicateClustersWarning,
     Mixture,
     Trial,
     draw_trial,
@@ -48,7 +49,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "IFCA", "ConvergenceWarning", "EmptyClusterWarning", "DataScaleWarning", "IFCAResult",
-    "IFCATrace", "ifca", "use_backend",
+    "IFCATrace", "ifca", "use_backend", "DuplicateClustersWarning",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close", "tie_shared",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",

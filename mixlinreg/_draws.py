@@ -18,6 +18,7 @@ conventions (shapes, labels, scalings) are those of :mod:`mixlinreg.data`.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.special import expit
@@ -32,7 +33,7 @@ from ._validation import (
 )
 from .losses import CODES
 
-__all__ = ["draw_responses", "draw_rows"]
+__all__ = ["draw_responses", "draw_rows", "DuplicateClustersWarning"]
 
 # Gaussian arrays are drawn in float64 in slices of at most this many numbers, then rounded into the
 # output, so a float32 data set never holds a full float64 copy in memory.
@@ -44,13 +45,65 @@ _CHUNK = 1 << 22
 # --------------------------------------------------------------------------------------------------
 
 
-def _patterns(gen, k, d, kind):
+class DuplicateClustersWarning(UserWarning):
+    """Issued by the generators of :mod:`mixlinreg.data` when two clusters drew the same pattern,
+    so their true parameters are equal (likely only when ``d`` is small: Bernoulli 0/1 patterns
+    take ``2**d - 1`` values, the directions of the logistic family two when ``d = 1``)."""
+
+
+def _n_directions(kind, d):
+    """How many distinct directions a pattern row can take: ``2**d - 1`` nonzero 0/1 patterns
+    (``"bernoulli"``, capped at 2**63), 2 Gaussian directions when ``d = 1``, else unbounded."""
+    if kind == "bernoulli":
+        return 2 ** min(d, 63) - 1
+    return 2 if d == 1 else math.inf
+
+
+def _check_distinct_possible(kind, k, d):
+    """``ValueError`` when fewer than ``k`` distinct directions exist in dimension ``d``."""
+    n_dir = _n_directions(kind, d)
+    if k > n_dir:
+        what = ("nonzero 0/1 patterns (2^d - 1)" if kind == "bernoulli"
+                else "Gaussian directions (+1 and -1)")
+        need = math.ceil(math.log2(k + 1)) if kind == "bernoulli" else 2
+        raise ValueError(f"k = {k} clusters need k distinct true parameters, but d = {d} allows "
+                         f"only {n_dir} {what}: use d >= {need} or k <= {n_dir}")
+
+
+def _warn_duplicates(B, kind, stacklevel):
+    """:class:`DuplicateClustersWarning` naming the clusters whose rows of ``B`` are equal (up to a
+    positive factor: the directions), with the probability of such a draw."""
+    k, d = B.shape
+    unit = B / np.linalg.norm(B, axis=1, keepdims=True)
+    groups = {}
+    for j in range(k):
+        groups.setdefault(unit[j].tobytes(), []).append(j)
+    same = [g for g in groups.values() if len(g) > 1]
+    if not same:
+        return
+    n_dir = _n_directions(kind, d)
+    p_distinct = math.prod(1.0 - i / n_dir for i in range(k))
+    names = "; ".join(", ".join(str(j) for j in g) for g in same)
+    what = "0/1 pattern" if kind == "bernoulli" else "direction"
+    warnings.warn(f"clusters {names} drew the same {what}, so their true parameters are equal (with "
+                  f"d = {d} and k = {k} a draw repeats a {what} with probability "
+                  f"{1.0 - p_distinct:.3g}); use a larger d or another seed",
+                  DuplicateClustersWarning, stacklevel=stacklevel + 1)
+
+
+def _patterns(gen, k, d, kind, stacklevel=1):
     """Raw (k, d) float64 patterns of the true parameters, every row nonzero.
 
     ``kind="bernoulli"``: coordinate-wise Bernoulli(0.5) 0/1 entries; ``"gaussian"``: standard normal
     entries. Rows that come out all zero are redrawn, in row order, from the same generator (the
     patterns are conditioned on being nonzero, so that they can be rescaled to a given norm).
+
+    Raises ``ValueError`` before drawing when ``d`` cannot give ``k`` distinct directions, and
+    warns (:class:`DuplicateClustersWarning`, attributed to the frame ``stacklevel`` above this
+    one: 1 is the caller) when two rows drew the same direction; the draws are unchanged.
     """
+    _check_distinct_possible(kind, k, d)
+
     def draw(shape):
         if kind == "bernoulli":
             return gen.integers(0, 2, size=shape).astype(np.float64)
@@ -61,6 +114,7 @@ def _patterns(gen, k, d, kind):
     while zero.any():
         B[zero] = draw((int(zero.sum()), d))
         zero = ~B.any(axis=1)
+    _warn_duplicates(B, kind, stacklevel + 1)
     return B
 
 

@@ -100,11 +100,11 @@ def announce_compile_path(func, dispatchers, what):
 
 
 def _entry_kernels():
-    """The dispatchers that units call from Python: the IFCA kernel and the certified-Gram path's
-    kernels (the others are compiled into them)."""
-    from . import _gram, _kernels
+    """The dispatchers that units call from Python: the IFCA kernel's chunk driver and the
+    certified-Gram path's kernels (the others are compiled into them)."""
+    from . import _chunked, _gram
 
-    return [_kernels._ifca_kernel] + [d for d in dispatchers_of(_gram) if d is not _kernels._ifca_kernel]
+    return [_chunked._iterations] + [d for d in dispatchers_of(_gram) if d is not _chunked._iterations]
 
 
 def kernels_cold():

@@ -321,3 +321,28 @@ def _check_tied(theta, shared, k, nout):
             f"init: with shared coordinates the k models of a run must hold equal values there (one "
             f"shared copy); run {r} model {j} differs from model 0 by {float(diff[r, j].max())!r}; "
             f"tie them with mixlinreg.tie_shared(init, shared)")
+
+
+def check_start_finite(prob, res):
+    """``OverflowError`` when a run's loss at its starting models is not finite (before any step).
+
+    The inputs are finite (checked), so such a loss overflowed the working dtype: a property of the
+    data's scale (or of ``init``'s), which no step size can fix. Such a run is frozen at iteration 0
+    and flagged ``diverged`` by the kernels (with ``n_iter=0``: its evaluated loss is not finite);
+    a run that diverges after some steps stays a result (see :func:`mixlinreg.ifca.kept_run`).
+    """
+    bad = ~np.isfinite(res.loss) if prob.n_iter == 0 else res.diverged & (res.n_iter == 0)
+    if not bad.any():
+        return
+    runs = np.flatnonzero(bad)
+    shown = runs[:8].tolist()
+    more = f" (and {runs.size - 8} more)" if runs.size > 8 else ""
+    top = {name: max(abs(float(a.max())), abs(float(a.min()))) for name, a in  # no temporaries
+           (("X", prob.X), ("y", prob.Y), ("init", prob.theta[runs]))}
+    dt = prob.X.dtype.name
+    hint = ", or use dtype=float64" if dt == "float32" else ""
+    raise OverflowError(
+        f"the {prob.loss} loss overflows {dt} at the starting models of run(s) {shown}{more} of "
+        f"{res.loss.size}, before any step: the data's scale is max|X| = {top['X']:.3g}, max|y| = "
+        f"{top['y']:.3g}, and the start's max|init| = {top['init']:.3g}; rescale (standardize) X and y "
+        f"or start from a smaller init{hint} (a smaller lr cannot help)")

@@ -216,3 +216,19 @@ def check_scalars_fit(dtype, **values):
     in float32 would silently become inf and the run would be flagged as diverged)."""
     for name, value in values.items():
         check_fits_dtype(name, np.asarray(value, dtype=np.float64), dtype)
+
+
+def step_scale_note(X):
+    """One clause for a divergence warning: the features' scale and the step sizes it allows.
+
+    A gradient step of size ``lr`` on ``(1/n) ||X theta - y||^2`` is stable for ``lr`` below about
+    ``1 / lambda_max(X^T X / n) ~ 1 / rms(X)^2`` (features of that scale); other losses differ by
+    a constant factor.
+    """
+    rx = _rms(X)
+    if not (np.isfinite(rx) and rx > 0):
+        return f"the features have rms(X) = {rx:.3g}"
+    with np.errstate(over="ignore"):
+        limit = 1.0 / (rx * rx)
+    return (f"the features' scale is rms(X) = {rx:.3g}, and gradient steps are stable only for lr "
+            f"up to about 1 / rms(X)^2 = {limit:.3g} (standardize X to move it near 1)")

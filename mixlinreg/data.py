@@ -41,7 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._draws import (  # draw_responses, draw_rows re-exported
+from ._draws import (  # draw_responses, draw_rows, DuplicateClustersWarning re-exported
+    DuplicateClustersWarning,
     _check_labels,
     _noise,
     _normal,
@@ -58,8 +59,7 @@ from ._validation import (
     check_float,
     check_int,
 )
-from .geometry import min_separation
-from .inits import init_bernoulli, init_close, tie_shared  # noqa: F401 (re-exported)
+from .inits import init_bernoulli, init_close, separation, tie_shared  # noqa: F401 (re-exported)
 
 __all__ = [
     "Mixture",
@@ -72,6 +72,7 @@ __all__ = [
     "make_student_t_mixture",
     "draw_rows",
     "draw_responses",
+    "DuplicateClustersWarning",
 ]
 
 THETA_SCALES = ("code", "norm")
@@ -231,8 +232,9 @@ class Mixture(_MachineData):
 
     @property
     def separation(self) -> float:
-        """Delta: the minimum l2 distance between two rows of ``theta_star`` (inf when k == 1)."""
-        return min_separation(self.theta_star)
+        """Delta: the minimum l2 distance between two rows of ``theta_star`` (inf when k == 1),
+        computed with scaling (rows closer than 1e-154 are not called equal)."""
+        return separation(self.theta_star)
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,12 +398,14 @@ class Trial(_MachineData):
 
 
 def _draw(m, n, d, k, sizes, rng, dtype, df):
-    """Validated draw of a :class:`Trial`; its noise ``z`` is ``_noise(gen, (m, n), df)``."""
+    """Validated draw of a :class:`Trial`; its noise ``z`` is ``_noise(gen, (m, n), df)``.
+
+    Called by the public generators only (a duplicate-pattern warning names their caller)."""
     m, n, d, k = _check_shape_args(m, n, d, k)
     dtype = check_dtype("dtype", dtype)
     labels = _labels(m, k, sizes)
     gen = as_generator(rng)
-    B = _patterns(gen, k, d, "bernoulli").astype(dtype)
+    B = _patterns(gen, k, d, "bernoulli", stacklevel=3).astype(dtype)
     X = _normal(gen, (m, n, d), dtype)
     z = _noise(gen, (m, n), df).astype(dtype, copy=False)
     return Trial(X=X, B=B, z=z, labels=labels)
@@ -486,7 +490,7 @@ def make_mixture(m, n, d, k, R, sigma, *, theta_scale="code", sizes=None, rng=No
     R, sigma = _check_R_sigma(R, sigma)
     check_choice("theta_scale", theta_scale, THETA_SCALES)
     _check_scale_fits(R, sigma, check_int("d", d, low=1), check_dtype("dtype", dtype))
-    return draw_trial(m, n, d, k, sizes=sizes, rng=rng, dtype=dtype).mixture(R, sigma, theta_scale)
+    return _draw(m, n, d, k, sizes, rng, dtype, None).mixture(R, sigma, theta_scale)  # = draw_trial
 
 
 def make_student_t_mixture(m, n, d, k, R, sigma, df=5.0, *, theta_scale="code", sizes=None,
@@ -566,7 +570,7 @@ def make_logistic_mixture(m, n, d, k, R, *, sizes=None, rng=None, dtype=np.float
     dtype = check_dtype("dtype", dtype)
     labels = _labels(m, k, sizes)
     gen = as_generator(rng)
-    theta = (R * _unit(_patterns(gen, k, d, "gaussian"), "norm")).astype(dtype)
+    theta = (R * _unit(_patterns(gen, k, d, "gaussian", stacklevel=2), "norm")).astype(dtype)
     X, y = draw_rows(labels, theta, n, loss="logistic", rng=gen, dtype=dtype, summation="cluster")
     return Mixture(X=X, y=y, theta_star=theta, labels=labels, R=R, sigma=math.nan,
                    theta_scale="gaussian")

@@ -15,14 +15,16 @@ from threadpoolctl import threadpool_limits
 from . import _numerics
 from .backends import BACKENDS, check_jax_method, current_backend, resolve_backend, use_backend
 from . import _gram as _gram_module
-from ._firstuse import announce_compile, announce_compile_path, dispatchers_of
+from . import _chunked
+from ._firstuse import announce_compile_path, dispatchers_of
 from ._gram import run_gram
-from ._kernels import LOSS_CODES, Data, Loss, Result, Stop, Trace, Update, _ifca_kernel
-from ._problem import _Problem, from_vectors
+from ._kernels import LOSS_CODES, Data, Loss, Result, Stop, Trace, Update
+from ._problem import _Problem, check_start_finite, from_vectors
 from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
-                          check_int, data_parameter_scale)
+                          check_int, data_parameter_scale, step_scale_note)
 
-_ifca_kernel = announce_compile(_ifca_kernel, "the IFCA kernel")  # says once when it compiles
+# each says once when it compiled (a numba cache miss)
+run_direct = announce_compile_path(_chunked.run_direct, dispatchers_of(_chunked), "the IFCA kernel")
 run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
 
 __all__ = ["ifca", "IFCA", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
@@ -42,12 +44,13 @@ def kept_run(res, advice):
     final loss among runs that did not diverge and whose loss is finite (ties: the lowest index).
 
     When no run qualifies, run 0 is kept and a :class:`ConvergenceWarning` says so, ending with
-    ``advice`` (what the user can change). A diverging run is a result, not an exception: the caller
-    reports ``res.diverged[kept]``.
+    ``advice`` (what the user can change; a callable is called only then). A diverging run is a
+    result, not an exception: the caller reports ``res.diverged[kept]``.
     """
     ok = ~res.diverged & np.isfinite(res.loss)
     if ok.any():
         return int(np.flatnonzero(ok)[np.argmin(res.loss[ok])])
+    advice = advice() if callable(advice) else advice
     warnings.warn(f"all {res.loss.size} runs of IFCA diverged (parameters not finite or beyond the "
                   f"divergence threshold) or ended with a loss that is not finite; {advice}",
                   ConvergenceWarning, stacklevel=3)
@@ -185,7 +188,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     lr : float or array (R,)
         Step size of each run, > 0.
     n_iter : int, default 300
-        Iterations (T). ``n_iter=0`` only evaluates ``init``.
+        Iterations (T). ``n_iter=0`` only evaluates ``init``. Ctrl-C stops a long call with
+        ``KeyboardInterrupt`` within about a second (except on the JAX backend, one device call).
     loss : {"squared", "logistic", "huber", "multinomial"}
     l2 : float, default 0
         Ridge coefficient (penalty ``l2/2 ||theta||^2``); ``loss="squared", l2>0`` is ridge regression.
@@ -270,6 +274,12 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         ``theta`` in the working dtype; losses (and trace distances) are accumulated and reported
         in float64 whatever the working dtype.
 
+    Raises
+    ------
+    OverflowError
+        When a run's loss at its starting models overflows the working dtype (the message names
+        the scales of X, y and init); a run that diverges after some steps is a result instead.
+
     Examples
     --------
     >>> import numpy as np, mixlinreg as mlr
@@ -298,9 +308,9 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        shared=shared)
     threads = numba.get_num_threads() if n_threads is None else check_int(
         "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
-    if backend == "jax":
-        return _run_jax(prob)
-    return _run(prob, threads)
+    res = _run_jax(prob) if backend == "jax" else _run(prob, threads)
+    check_start_finite(prob, res)  # an OverflowError naming the scales, not a "divergence"
+    return res
 
 
 def _run_jax(prob):
@@ -325,10 +335,11 @@ def _run(prob, threads):
     m, n, d = X.shape
     R, k = theta.shape[0], theta.shape[1] // prob.nout
     dt = X.dtype
-    if prob.method == "stats":
-        A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
-        Bv = np.ascontiguousarray(np.einsum("mnd,cmn->cmd", X, Y, optimize=True))
-        cv = np.ascontiguousarray(np.einsum("cmn,cmn->cm", Y, Y).astype(np.float64))
+    if prob.method == "stats":  # an overflow here shows as a non-finite loss (an OverflowError)
+        with np.errstate(over="ignore", invalid="ignore"):
+            A = np.ascontiguousarray(np.matmul(X.transpose(0, 2, 1), X))
+            Bv = np.ascontiguousarray(np.einsum("mnd,cmn->cmd", X, Y, optimize=True))
+            cv = np.ascontiguousarray(np.einsum("cmn,cmn->cm", Y, Y).astype(np.float64))
     else:
         A = np.zeros((1, 1, 1), dtype=dt)
         Bv = np.zeros((1, 1, 1), dtype=dt)
@@ -362,9 +373,9 @@ def _run(prob, threads):
             if prob.method == "gram":
                 path_stats = run_gram(data, loss, upd, prob.n_iter, stop, chunk_lo, pad, tr,
                                       theta, res, prob.gram_memory)
-            else:
-                _ifca_kernel(data, loss, upd, prob.n_iter, prob.resample, prob.n_sub, stop,
-                             chunk_lo, pad, tr, theta, res)
+            else:  # in chunks of iterations, so that Ctrl-C stops it (mixlinreg/_chunked.py)
+                run_direct(data, loss, upd, prob.n_iter, prob.resample, prob.n_sub, stop,
+                           chunk_lo, pad, tr, theta, res)
     finally:
         numba.set_num_threads(old_threads)
 
@@ -522,8 +533,8 @@ class IFCA(BaseEstimator):
                    local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
                    method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
                    shared=self.shared, **self._kernel_kwargs())
-        best = kept_run(res, f"diverge_threshold={self.diverge_threshold!r}; try a smaller lr "
-                             f"(got {lrs.tolist()})")
+        best = kept_run(res, lambda: f"diverge_threshold={self.diverge_threshold!r}; try a smaller "
+                                     f"lr (got {lrs.tolist()}): {step_scale_note(X)}")
         kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
         if self.early_stop and kept_ok and not res.converged[best]:
             warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "

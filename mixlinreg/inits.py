@@ -18,7 +18,6 @@ import numpy as np
 
 from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype,
                           check_float, check_int)
-from .geometry import min_separation
 
 __all__ = ["init_bernoulli", "init_close", "tie_shared"]
 
@@ -112,14 +111,18 @@ def init_close(theta_star, alpha0, n_runs, rng=None, direction="random", dtype=N
         raise ValueError(f"theta_star must have at least 2 rows (k >= 2) to define Delta, got shape "
                          f"{theta.shape}")
     theta = theta.astype(np.float64)
-    delta = min_separation(theta)
-    if not delta > 0:
-        raise ValueError(f"theta_star must have distinct rows (Delta > 0), got Delta = {delta!r}")
+    # Delta = f * 2**e (f in [0.5, 1)), from distances computed with scaling: rows whose squared
+    # distance under- or overflows are told apart correctly, and otherwise Delta is bit for bit
+    # mixlinreg.geometry.min_separation's
+    f, e = _separation(theta)
+    if f == 0:
+        raise ValueError(f"theta_star must have distinct rows (Delta > 0), got Delta = 0.0 (rows "
+                         f"{_equal_rows(theta)} are equal)")
     alpha0 = check_float("alpha0", alpha0, low=0.0, high=0.5, low_open=True)
     n_runs = check_int("n_runs", n_runs, low=1)
     check_choice("direction", direction, DIRECTIONS)
     gen = as_generator(rng)
-    radius = (0.5 - alpha0) * delta
+    radius = np.ldexp((0.5 - alpha0) * f, e)  # (1/2 - alpha0) Delta, without forming Delta
 
     if direction == "random":
         u = gen.standard_normal((n_runs, k, d))
@@ -132,12 +135,99 @@ def init_close(theta_star, alpha0, n_runs, rng=None, direction="random", dtype=N
     else:
         u = np.empty((k, d))
         for j in range(k):
-            dist = np.linalg.norm(theta - theta[j], axis=1)
-            dist[j] = np.inf
-            near = int(np.argmin(dist))
-            u[j] = (theta[near] - theta[j]) / dist[near]
+            diff, scale = _scaled_differences(theta, j)
+            keys = _distance_keys(diff, scale)
+            keys[j] = (np.inf, 0.0)
+            near = min(range(k), key=lambda l: keys[l])  # the first of equal distances
+            # scale-free; the norm along axis 1 (a 1-d norm is a dot product: other roundings)
+            u[j] = diff[near] / np.linalg.norm(diff[near:near + 1], axis=1)[0]
         u = np.broadcast_to(u, (n_runs, k, d))
-    return (theta + radius * u).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        start = theta + radius * u
+        out = start.astype(dtype)
+    top = float(np.max(np.abs(theta)))
+    if not np.all(np.isfinite(out)):
+        raise OverflowError(f"init_close: theta_star of magnitude up to {top:.3g} with Delta = "
+                            f"{np.ldexp(f, e):.3g} and alpha0 = {alpha0!r} gives starts that "
+                            f"overflow {np.dtype(dtype).name}; rescale theta_star")
+    if radius > 0:
+        _check_placed(start, theta, radius, top, f, e)
+    return out
+
+
+def _check_placed(start, theta, radius, top, f, e):
+    """``ValueError`` when rounding moved the float64 starts off the distance ``radius``: rows of
+    ``theta_star`` closer than the float64 resolution of their entries (1e-170 apart at 1)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = start - theta
+        scale = np.frexp(np.max(np.abs(v), axis=-1, keepdims=True))[1]
+        got = np.ldexp(np.linalg.norm(np.ldexp(v, -scale), axis=-1), scale[..., 0])
+        off = np.max(np.abs(got / radius - 1.0))
+    if off > 1e-3:  # rounding, never the draw: the directions have norm 1 to ~1e-16
+        raise ValueError(f"theta_star: rows Delta = {np.ldexp(f, e):.3g} apart are too close for "
+                         f"float64 to place starts at (1/2 - alpha0) Delta = {radius:.3g} from entries "
+                         f"of size {top:.3g} (resolution {np.finfo(np.float64).eps * top:.3g}); "
+                         "subtract a common row from theta_star (and add it back to the starts)")
+
+
+def _scaled_differences(theta, j):
+    """``theta - theta[j]`` as ``diff * 2**scale`` per row (``diff`` of entries at most 1), so that
+    their norms neither under- nor overflow; exact where the plain difference is finite."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        raw = theta - theta[j]
+        big = ~np.all(np.isfinite(raw), axis=1)
+        raw[big] = theta[big] * 0.5 - theta[j] * 0.5  # halves of huge numbers are exact
+    top = np.max(np.abs(raw), axis=1)
+    scale = np.frexp(top)[1] + big  # top < 2**scale (halved rows: one more)
+    diff = np.ldexp(raw, -(np.frexp(top)[1])[:, None])
+    return diff, scale
+
+
+def _distance_keys(diff, scale):
+    """Each row's distance ``||diff|| * 2**scale`` as an exactly comparable key ``(exponent,
+    mantissa)`` (``(-inf, 0)`` for zero)."""
+    norms = np.linalg.norm(diff, axis=1)
+    mant, ex = np.frexp(norms)
+    return [(-np.inf, 0.0) if m == 0 else (int(x) + int(s), float(m))
+            for m, x, s in zip(mant, ex, scale)]
+
+
+def _separation(theta):
+    """``Delta = min_{j < l} ||theta_j - theta_l||`` of float64 rows as ``(f, e)``, ``Delta = f *
+    2**e`` with ``f`` in [0.5, 1) (``(0.0, 0)`` when two rows are equal, ``(inf, 0)`` for one row).
+
+    The norms are taken of differences scaled by a power of two (:func:`_scaled_differences`), so
+    rows closer than 1e-154 or farther than 1e154 (whose squared distance under- or overflows) get
+    their true distance; otherwise the value is :func:`mixlinreg.geometry.min_separation`'s bit for
+    bit (scaling by a power of two commutes with rounding).
+    """
+    k = theta.shape[0]
+    best = (np.inf, 0.0)
+    for j in range(k - 1):
+        diff, scale = _scaled_differences(theta[j:], 0)
+        keys = _distance_keys(diff[1:], scale[1:])
+        best = min(best, min(keys))
+    if best[0] == np.inf:
+        return np.inf, 0
+    if best[0] == -np.inf:
+        return 0.0, 0
+    return best[1], best[0]
+
+
+def separation(theta):
+    """``Delta`` of float64 rows (see :func:`_separation`): ``inf`` for one row, 0 for equal
+    rows, and ``inf`` only when the distance itself exceeds the float64 range."""
+    f, e = _separation(np.asarray(theta, dtype=np.float64))
+    return float(np.ldexp(f, e)) if np.isfinite(f) else float(f)
+
+
+def _equal_rows(theta):
+    """The first pair of equal rows of ``theta``, as a list of two indices."""
+    for j in range(theta.shape[0] - 1):
+        same = np.flatnonzero(np.all(theta[j + 1:] == theta[j], axis=1))
+        if same.size:
+            return [j, j + 1 + int(same[0])]
+    return []
 
 
 def tie_shared(init, shared, *, matrix=False):

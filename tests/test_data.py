@@ -105,8 +105,8 @@ def test_theta_scale_norm_rows_have_norm_R(dtype, rtol):
 def test_zero_patterns_are_redrawn():
     # with d = 1 a Bernoulli row is zero with probability 1/2; draw_trial conditions on nonzero rows
     for seed in range(20):
-        trial = draw_trial(3, 2, 1, 3, rng=seed)
-        assert_array_equal(trial.B, np.ones((3, 1)))
+        trial = draw_trial(3, 2, 1, 1, rng=seed)
+        assert_array_equal(trial.B, np.ones((1, 1)))
         assert_allclose(np.linalg.norm(trial.theta_star(2.0, "norm"), axis=1), 2.0, rtol=0)
 
 
