@@ -1,48 +1,30 @@
 """Command line interface: ``mixlinreg reproduce``, ``check``, ``check-agreement``, ``compare``,
 ``digits``, ``teach``, ``demo`` and ``bench``.
 
-User errors (a bad option value, a bad config, a missing file) end in one line
-``mixlinreg <command>: error: ...`` and exit status 2; set ``MIXLINREG_TRACEBACK=1`` to see the
-traceback instead.
+User errors (a bad option value, a bad config, a missing file, options that conflict or would
+do nothing: :mod:`mixlinreg._cli_options`) end in one line ``mixlinreg <command>: error: ...`` and
+exit status 2; a fault mid-run (Ctrl-C: 130, a full disk, a dead worker, a bug: 1) in one line
+that says what was kept and how to resume (:mod:`mixlinreg._cli_faults`). Set
+``MIXLINREG_TRACEBACK=1`` to see the traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
+from ._cli_faults import doing
+from ._cli_options import (_add_kernel, _add_where, _kernel, _where, config_lines, nonneg_float,
+                           nonneg_int, positive_float, positive_int, text_arg)
 from .config import PRESETS
 
 DESCRIPTION = """IFCA on mixtures of linear regressions: reproduce the paper's Figure 2, check its
 theory, compare with baselines, benchmark the kernel. 'mixlinreg COMMAND --help' lists a
-command's options; a user error ends in one line 'mixlinreg COMMAND: error: ...' (exit status 2)."""
-
-
-def _typed(kind, low, what, strict=False):
-    def parse(text):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-        bad = value < low or (strict and value == low)
-        if kind is float:
-            bad = bad or not np.isfinite(value)
-        if bad:
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return value
-
-    return parse
-
-
-#: argparse types: counts are >= 1, seeds >= 0, scales > 0 or >= 0, all finite
-positive_int = _typed(int, 1, "an integer >= 1")
-nonneg_int = _typed(int, 0, "an integer >= 0")
-positive_float = _typed(float, 0.0, "a finite number > 0", strict=True)
-nonneg_float = _typed(float, 0.0, "a finite number >= 0")
+command's options; a user error ends in one line 'mixlinreg COMMAND: error: ...' (exit status 2),
+Ctrl-C in one line saying how to resume (130), another failure in one line (1)."""
 
 
 def _demo(args):
@@ -88,8 +70,12 @@ def _bench(args):
     from ._paths import atomic_write, output_file
     from .bench import format_table, load_shapes, run_benchmark
 
+    from .config import find
+
     if args.csv:
         output_file(args.csv, "--csv")  # checked before the benchmark runs
+    for panel in args.units or ["bench"]:
+        print("\n".join(config_lines(find(panel), panel, command="bench", indent="")))
     configs, dtypes = load_shapes("quick" if args.quick else "paper")  # mixlinreg/configs/bench.toml
     es = (False, True) if args.with_early_stop else (False,)
     if args.units:
@@ -135,7 +121,8 @@ def _reproduce(args):
 
     from ._paths import output_dir
 
-    _where(args)  # a --scheduler without --backend dask is refused, not ignored
+    where = _where(args)  # dask installed where --backend dask
+    kernel = None if args.report_only else _kernel(args)
     output_dir(args.out, "--out")  # before any work
     figures = args.out if args.figures is None else output_dir(args.figures, "--figures")
     if args.config is not None:
@@ -147,17 +134,17 @@ def _reproduce(args):
     panels = []
     for target in targets:
         exp = load_config(target, preset=args.preset)
+        doing(f"{exp.name} ({exp.preset} preset)", None if args.report_only else args.out)
         print(f"{exp.name} ({exp.preset} preset): {_setting(exp)}")
-        print(f"  config: {exp.path}")
+        print("\n".join(config_lines(exp.path, target, command="reproduce", own="--config")))
         print(f"  {len(exp.units())} units x {exp.runs_per_unit} runs; results in "
               f"{args.out}/{exp.name}-{exp.preset}-{exp.hash()[:12]}/")
         if args.report_only:
             store = ResultStore(args.out, exp)
             print(f"  report only: {len(store.done())} of {len(exp.units())} units finished")
         else:
-            store, summary = run_experiment(exp, args.out, n_jobs=args.n_jobs, backend=args.backend,
-                                            method=args.method, kernel=_kernel(args),
-                                            scheduler=args.scheduler, progress=not args.no_progress)
+            store, summary = run_experiment(exp, args.out, method=args.method, kernel=kernel,
+                                            progress=not args.no_progress, **where)
             print("  " + format_summary(summary))
         table, paths = write_panel_outputs(store, figures)
         if table is not None:
@@ -189,6 +176,8 @@ def _check_agreement(args):
     if args.csv:
         output_file(args.csv, "--csv")  # checked before any unit runs
     exps = [load_config(name, preset=args.preset) for name in (args.panels or PANELS)]
+    for name, exp in zip(args.panels or PANELS, exps):
+        print("\n".join(config_lines(exp.path, name, command="check-agreement", indent="")))
     table, runs, verdict = check_agreement(
         exps, args.candidate, trials=args.trials, units=args.units, tol=args.tol,
         rel_tol=args.rel_tol, floor=args.floor, seed=args.seed)
@@ -250,13 +239,15 @@ def _out_and_store(args, default_store, skip_store=False):
     output_dir(args.out, "--out")
     if args.no_store or skip_store:
         return None
-    return output_dir(args.store if args.store is not None else default_store, "--store")
+    store = output_dir(args.store if args.store is not None else default_store, "--store")
+    doing(kept=store)
+    return store
 
 
 def _add_out_store(parser, out, out_help, store_help):
     """The ``--out``, ``--store`` and ``--no-store`` options of a command that keeps resumable rows."""
-    parser.add_argument("--out", default=out, help=out_help)
-    parser.add_argument("--store", default=None, help=store_help)
+    parser.add_argument("--out", default=out, type=text_arg("a folder"), help=out_help)
+    parser.add_argument("--store", default=None, type=text_arg("a folder"), help=store_help)
     parser.add_argument("--no-store", action="store_true", help="recompute everything, keep no rows")
 
 
@@ -265,9 +256,14 @@ def _compare(args):
 
     from .compare import METHODS, load_preset, run_compare, write_outputs
 
+    from .config import find
+
     where = _where(args)
     store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
+    doing(f"compare ({args.preset} preset)")
+    print(f"compare ({args.preset} preset)")
+    print("\n".join(config_lines(find("compare"), "compare", command="compare")))
     built, proto = load_preset(args.preset)  # mixlinreg/configs/compare.toml
     n_seeds = args.seeds if args.seeds is not None else proto["n_seeds"]
     total = len(built) * n_seeds * len(METHODS)
@@ -288,8 +284,13 @@ def _compare(args):
 def _digits(args):
     from .digits import run_digits, write_digits_outputs
 
+    from .config import find
+
     store = _out_and_store(args, f"{args.out}/store")  # before any work
     t0 = time.perf_counter()
+    doing(f"digits ({args.preset} preset)")
+    print(f"digits ({args.preset} preset)")
+    print("\n".join(config_lines(find("digits"), "digits", command="digits")))
     rows, recovery = run_digits(args.seeds, m=args.m, n=args.n, tau=args.tau, rounds=args.rounds,
                                 seed=args.seed, store=store, progress=not args.no_progress,
                                 preset=args.preset, n_test=args.n_test, **{key: getattr(args, key)
@@ -303,32 +304,16 @@ def _digits(args):
 
 
 def _check_ids(args, known):
-    """The study IDs ``check`` runs (the given ones, those of ``--paper``, or all), or ``None``
-    after printing why they are refused."""
-    from .theory.study import PAPERS
-
-    if args.paper is not None and args.paper not in PAPERS:
-        print(f"mixlinreg check: --paper must be one of {list(PAPERS)}, got {args.paper!r}",
-              file=sys.stderr)
-        return None
-    if args.paper is not None and args.ids:
-        print("mixlinreg check: give study IDs or --paper, not both", file=sys.stderr)
-        return None
+    """The study IDs ``check`` runs: the given ones, those of ``--paper``, or all (checked by
+    :func:`mixlinreg._cli_options.check_options` before)."""
     if args.paper is not None:
         from .theory.studies import get
 
         ids = [s for s in known if get(s).paper == args.paper]
         if not ids:
-            print(f"mixlinreg check: no study of the {args.paper} paper yet; known: "
-                  f"{list(known)}", file=sys.stderr)
-            return None
+            raise ValueError(f"no study of the {args.paper} paper yet; known: {list(known)}")
         return ids
-    ids = args.ids or list(known)
-    bad = [i for i in ids if i not in known]
-    if bad:
-        print(f"mixlinreg check: unknown study IDs {bad}; known: {list(known)}", file=sys.stderr)
-        return None
-    return ids
+    return args.ids or list(known)
 
 
 def _check(args):
@@ -347,8 +332,6 @@ def _check(args):
         print(f"check --migrate-records: {len(moved)} files renamed in {args.out}")
         return 0
     ids = _check_ids(args, STUDIES)
-    if ids is None:
-        return 2
     if args.list:
         from .theory.studies import get
 
@@ -366,11 +349,15 @@ def _check(args):
     t0 = time.perf_counter()
     if not args.report_only:
         from .ifca import use_backend
+        from .theory.studies import get
 
         bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
         for sid in bar:
             t1 = time.perf_counter()
+            doing(f"study {sid} ({args.preset} preset)")
             bar.write(f"[{sid}] {title(sid)} ...")
+            bar.write("\n".join(config_lines(get(sid).config(args.preset).path, sid, "studies",
+                                              "check", indent=f"[{sid}] ")))
             with use_backend(_kernel(args)):
                 r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
                               progress=not args.no_progress, **where)
@@ -382,45 +369,6 @@ def _check(args):
         print(f"wrote {path}")
     print(f"check: {len(ids)} studies in {time.perf_counter() - t0:.1f} s")
     return 0
-
-
-def _add_where(parser, n_jobs_help=None):
-    """``--n-jobs`` (when ``n_jobs_help``), ``--backend`` and ``--scheduler``: where the units run
-    (:func:`mixlinreg.runner.run`)."""
-    if n_jobs_help:
-        parser.add_argument("--n-jobs", type=positive_int, default=1, help=n_jobs_help)
-    parser.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"),
-                        help="how units are run: loky worker processes, a Dask cluster, or in "
-                             "this process [loky]")
-    parser.add_argument("--scheduler", default=None,
-                        help="Dask scheduler address for --backend dask (none: a local cluster)")
-
-
-def _where(args):
-    """Refuse a ``--scheduler`` that would be ignored."""
-    if args.scheduler is not None and args.backend != "dask":
-        raise ValueError(f"--scheduler is only used with --backend dask, got --backend {args.backend}")
-    return dict(n_jobs=args.n_jobs, backend=args.backend, scheduler=args.scheduler)
-
-
-def _add_kernel(parser):
-    parser.add_argument("--kernel", default="numba", choices=("numba", "jax"),
-                        help="who runs IFCA: numba (this package's kernels on the CPU cores) or jax "
-                             "(the same iterations with JAX, on a GPU where the 'gpu' extra "
-                             "installed one; pip install 'mixlinreg[jax]' or 'mixlinreg[gpu]') "
-                             "[numba]")
-
-
-def _kernel(args):
-    """``--kernel``, with a missing JAX reported as one line before any work."""
-    if args.kernel == "jax":
-        from ._jax import import_jax
-
-        try:
-            import_jax()
-        except ImportError as exc:
-            raise ValueError(f"--kernel jax: {exc}") from None
-    return args.kernel
 
 
 def _teach(args):
@@ -494,14 +442,15 @@ def _parser_reproduce(sub):
     r.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"),
                    help="how units are run: loky worker processes, a Dask cluster, or in this "
                         "process [loky]")
-    r.add_argument("--scheduler", default=None, help="Dask scheduler address for --backend dask")
-    r.add_argument("--out", default="results",
+    r.add_argument("--scheduler", default=None, type=text_arg("a Dask scheduler address"),
+                   help="Dask scheduler address for --backend dask")
+    r.add_argument("--out", default="results", type=text_arg("a folder"),
                    help="folder for everything this command makes: the result store, summary CSVs "
                         "and figures [results]")
-    r.add_argument("--figures", default=None,
+    r.add_argument("--figures", default=None, type=text_arg("a folder"),
                    help="write figures and summary CSVs here instead of --out (e.g. the "
                         "repository's figures/) [--out]")
-    r.add_argument("--config", default=None,
+    r.add_argument("--config", default=None, type=text_arg("a .toml file"),
                    help="a TOML config file instead of a named panel (it must define the preset)")
     r.add_argument("--method", default="auto", choices=("auto", "data", "gram"),
                    help="kernel path: auto (certified assignments and shared cluster Grams where "
@@ -520,7 +469,7 @@ def _parser_check(sub):
                                      "FPFC papers, with verdicts")
     t.add_argument("ids", nargs="*", metavar="ID",
                    help="study IDs (`mixlinreg check --list` shows them) [all, or all of --paper]")
-    t.add_argument("--paper", default=None, metavar="PAPER",
+    t.add_argument("--paper", default=None, metavar="PAPER", type=text_arg("a paper name"),
                    help="run the studies of one paper: IFCA, CFL or FPFC (not with IDs)")
     t.add_argument("--list", action="store_true",
                    help="only list the studies: ID, paper, title")
@@ -532,7 +481,7 @@ def _parser_check(sub):
                    "resumable per-unit rows; a rerun skips finished units [OUT]")
     t.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")
     _add_where(t, "worker processes for a study's units [1]")
-    t.add_argument("--write", default=None, metavar="PATH",
+    t.add_argument("--write", default=None, metavar="PATH", type=text_arg("a file name"),
                    help="write the report (e.g. paper_checks.md) from the records in --out")
     t.add_argument("--report-only", action="store_true",
                    help="only rewrite the report from existing records")
@@ -570,7 +519,8 @@ def _parser_check_agreement(sub):
     v.add_argument("--floor", type=nonneg_float, default=1e-3,
                    help="distances below this are compared in absolute terms [1e-3]")
     v.add_argument("--seed", type=nonneg_int, default=0, help="seed that picks the sample units [0]")
-    v.add_argument("--csv", default=None, help="also write the per-unit table to this CSV file")
+    v.add_argument("--csv", default=None, type=text_arg("a file name"),
+                   help="also write the per-unit table to this CSV file")
     v.set_defaults(func=_check_agreement)
 
 
@@ -590,7 +540,8 @@ def _parser_bench(sub):
                         "whole grid projected from them")
     b.add_argument("--preset", default="paper", choices=FIG2_PRESETS,
                    help="Figure 2 preset of the --units [paper]")
-    b.add_argument("--csv", default=None, help="also write the rows to this CSV file")
+    b.add_argument("--csv", default=None, type=text_arg("a file name"),
+                   help="also write the rows to this CSV file")
     b.set_defaults(func=_bench)
 
 
@@ -659,30 +610,28 @@ def _parser_teach(sub):
                                      "and an index.html showing them")
     h.add_argument("views", nargs="*", metavar="VIEW",
                    help="lines, plane, basin, contraction, soft or all [all]")
-    h.add_argument("--out", default="figures/teach", help="output folder [figures/teach]")
+    h.add_argument("--out", default="figures/teach", type=text_arg("a folder"),
+                   help="output folder [figures/teach]")
     h.add_argument("--smoke", action="store_true", help="tiny problems and few frames (seconds)")
     h.add_argument("--no-html", action="store_true",
                    help="skip the self-contained HTML animations (PNG and GIF only)")
     h.set_defaults(func=_teach)
 
 
-#: exceptions that end a command in one line, exit status 2: what the user asked for is invalid or
-#: does not fit (a MemoryError: the JAX device ran out of memory)
-USER_ERRORS = (ValueError, TypeError, OverflowError, MemoryError, FileNotFoundError, NotADirectoryError,
-               IsADirectoryError, PermissionError)
-
-
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
+    """Run ``mixlinreg`` with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    from . import _cli_faults
+    from ._cli_options import check_options, given
+
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+
+    def body(state):
+        args = build_parser().parse_args(argv)
+        state.command = args.command
+        check_options(args, given(build_parser, argv))
         return args.func(args)
-    except USER_ERRORS as exc:
-        if os.environ.get("MIXLINREG_TRACEBACK"):
-            raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"mixlinreg {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+
+    return _cli_faults.run(argv, body)
 
 
 if __name__ == "__main__":  # pragma: no cover

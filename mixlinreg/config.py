@@ -24,12 +24,19 @@ Where files are looked for: a ``.toml`` path as given (your own configs); a plai
 the package's own configs, read through :mod:`importlib.resources`, so ``fig2a`` is found however
 the package was installed (a venv, ``pip --user``, ``pip --target``, an editable clone). A name is
 never looked up in the current folder: a file that happens to lie there cannot silently replace a
-packaged config.
+packaged config (:func:`shadows` lists such files, and every command names the file it read and
+the lookalikes it did not).
+
+Every key at every level is checked: the top level (``kind``, ``name``, ``description``, the
+kind's tables and :data:`TOP_VALUES`, ``presets``), each table, each preset (also the presets not
+being run) and its tables; an unknown key is refused with the nearest known one (:func:`suggest`).
+A file that is not UTF-8 TOML is refused naming the file, with tomllib's line and column.
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
 import math
@@ -45,12 +52,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["PRESETS", "KINDS", "Spec", "Config", "load", "find", "packaged"]
+__all__ = ["PRESETS", "KINDS", "Spec", "Config", "load", "find", "packaged", "shadows", "suggest"]
 
 #: Preset names, the same for every grid: ``paper`` is the file's own values.
 PRESETS = ("smoke", "quick", "paper")
 #: What a config file can describe.
 KINDS = ("figure2", "study", "compare", "digits", "bench")
+#: Top-level values a file may hold besides ``kind``, ``name``, ``description`` and its tables.
+TOP_VALUES = {"figure2": ("layout",)}
+_TOP = ("kind", "name", "description")
 
 
 def _folder(sub: str = ""):
@@ -87,13 +97,52 @@ def find(name_or_path, sub: str = ""):
     if p.suffix == ".toml":
         if not p.exists():
             raise FileNotFoundError(f"config file {p} does not exist")
+        if p.is_dir():
+            raise ValueError(f"config file {p} is a folder, not a TOML file")
         return p
+    if len(p.parts) > 1 or (p.suffix and p.is_file()):
+        raise ValueError(f"config {p}: a config file of your own must end in .toml (a plain name "
+                         f"means a packaged config: {packaged(sub)})")
     plain_name("config name", str(name_or_path))
     cand = _folder(sub) / f"{name_or_path}.toml"
     if cand.is_file():
         return Path(str(cand)) if isinstance(cand, Path) else cand
     raise FileNotFoundError(f"no packaged config named {name_or_path!r}; known: {packaged(sub)}; "
                             f"for a config of your own pass the path of its .toml file")
+
+
+def shadows(name, sub: str = "") -> list[Path]:
+    """Files in the current folder that a user may take for the packaged config ``name``
+    (``./NAME.toml``, ``./experiments/NAME.toml``, ``./configs/NAME.toml`` and, for studies,
+    ``./experiments/studies/NAME.toml``): :func:`find` never reads them for a plain name, and a
+    command that read the packaged config names them so that nobody believes they were used.
+
+    >>> shadows("fig2a") == [] or all(p.name == "fig2a.toml" for p in shadows("fig2a"))
+    True
+    """
+    if Path(str(name)).suffix == ".toml":
+        return []
+    folders = [Path("."), Path("experiments"), Path("configs")]
+    if sub:
+        folders += [Path("experiments") / sub, Path("configs") / sub]
+    return [q for q in (f / f"{name}.toml" for f in folders) if q.is_file()]
+
+
+def suggest(word, options) -> str:
+    """``"; did you mean 'x'?"`` for the option nearest to ``word`` (case ignored), else ``""``.
+
+    >>> suggest("trails", ["trials", "seed"])
+    "; did you mean 'trials'?"
+    >>> suggest("zzz", ["trials"])
+    ''
+    """
+    options = [str(o) for o in options]
+    lower = {o.lower(): o for o in options}
+    word = str(word)
+    if word.lower() in lower:
+        return f"; did you mean {lower[word.lower()]!r}?"
+    near = difflib.get_close_matches(word.lower(), list(lower), n=1, cutoff=0.6)
+    return f"; did you mean {lower[near[0]]!r}?" if near else ""
 
 
 @dataclass(frozen=True)
@@ -201,17 +250,78 @@ class Config:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _merge(base, over, where):
-    for key, value in over.items():
-        if isinstance(value, dict):
-            if not isinstance(base.get(key), dict):
-                raise ValueError(f"{where}: the preset overrides [{key}], which the file does not have")
-            _merge(base[key], value, f"{where}.{key}")
-        else:
-            base[key] = value
+def _merge(base, over):
+    """Apply a preset (its keys were checked by :func:`_check_structure`)."""
+    for section, values in over.items():
+        base.setdefault(section, {}).update(copy.deepcopy(values))
 
 
-def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
+def _unknown(where, what, key, allowed, hint=""):
+    raise ValueError(f"config {where}: unknown {what} {key}; allowed: {sorted(allowed)}"
+                     + (hint or suggest(key.split(".")[-1].strip("[]"), allowed)))
+
+
+def _elsewhere(key, schema):
+    """``"; did you mean 'protocol.seed' (inside [protocol])?"`` when ``key`` is a key of a table."""
+    for section, specs in schema.items():
+        if key in specs:
+            return f"; did you mean {section}.{key} (inside [{section}])?"
+    return ""
+
+
+def _check_structure(where, raw, schema, top):
+    """Every key at every level is known: the top level, each table, each preset's tables."""
+    allowed = set(_TOP) | set(top) | set(schema) | {"presets"}
+    for key, value in raw.items():
+        if key not in allowed and isinstance(value, dict):
+            _unknown(where, "table", f"[{key}]", schema, suggest(key, schema))
+        if key not in allowed:
+            _unknown(where, "top-level key", key, allowed,
+                     _elsewhere(key, schema) or suggest(key, allowed))
+        if key in schema and not isinstance(value, dict):
+            raise ValueError(f"config {where}: {key} must be a table ([{key}]), got {value!r}")
+        if (key in _TOP or key in top) and not isinstance(value, str):
+            raise ValueError(f"config {where}: {key} must be a string, got {value!r}")
+    for section, values in raw.items():
+        if section in schema:
+            _check_keys(where, section, values, schema)
+    presets = raw.get("presets", {})
+    if not isinstance(presets, dict):
+        raise ValueError(f"config {where}: presets must be a table of presets ([presets.quick."
+                         f"<table>]), got {presets!r}")
+    for name, over in presets.items():
+        if name == "paper":
+            raise ValueError(f"config {where}: [presets.paper] is not allowed: the file's own "
+                             f"values are the preset 'paper' (preset names must be among "
+                             f"{list(PRESETS)})")
+        if name not in PRESETS:
+            _unknown(where, "preset", f"presets.{name}", PRESETS[:-1],
+                     suggest(name, PRESETS[:-1]) + f" (preset names must be among {list(PRESETS)})")
+        if not isinstance(over, dict):
+            raise ValueError(f"config {where}: presets.{name} must be a table of overrides "
+                             f"([presets.{name}.<table>]), got {over!r}")
+        for section, values in over.items():
+            at = f"presets.{name}.{section}"
+            if section in _TOP or section in top:
+                raise ValueError(f"config {where}: {at}: a preset overrides values inside the "
+                                 f"tables {sorted(schema)}, not top-level values like {section}")
+            if section not in schema:
+                _unknown(where, "table", f"[{at}]", schema)
+            if not isinstance(values, dict):
+                raise ValueError(f"config {where}: {at} must be a table ([{at}]), got {values!r}")
+            _check_keys(where, section, values, schema, prefix=f"presets.{name}.")
+
+
+def _check_keys(where, section, values, schema, prefix=""):
+    specs = schema[section]
+    for key in values:
+        if key not in specs:
+            others = {s: v for s, v in schema.items() if s != section}
+            _unknown(where, "key", f"{prefix}{section}.{key}", specs,
+                     suggest(key, specs) or _elsewhere(key, others))
+
+
+def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None) -> Config:
     """Read a config of ``kind``, apply ``preset`` and check it against ``schema``.
 
     Parameters
@@ -225,12 +335,17 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
         ``{section: {key: Spec}}``; a section's missing optional keys take the spec's default.
     sub : str
         Subfolder of the config folders (``"studies"`` for studies).
+    top : sequence of str, optional
+        Top-level values the file may hold besides ``kind``, ``name`` and ``description``
+        (default :data:`TOP_VALUES` of the kind, e.g. ``layout`` for ``figure2``).
 
     Raises
     ------
     ValueError
-        Naming the file and the key: a wrong kind, an unknown preset, section or key, a value of
-        the wrong type or out of range (``TypeError`` for a bool that is not ``true``/``false``).
+        Naming the file and the key: a file that is not UTF-8 TOML (with tomllib's line and
+        column), a wrong kind, an unknown preset, table or key at any level (the top level, a
+        table, a preset's table; with the nearest known key), a value of the wrong type or out of
+        range (``TypeError`` for a bool that is not ``true``/``false``).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
@@ -239,11 +354,18 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
     path = find(name_or_path, sub)
     where = str(path)
     try:
-        raw = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"config {where} is not a valid TOML file: it is not UTF-8 text "
+                         f"(byte {exc.start})") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config {where} is not a valid TOML file: {exc}") from None
     if raw.get("kind") != kind:
         raise ValueError(f"config {where}: kind must be {kind!r}, got {raw.get('kind')!r}")
+    top = TOP_VALUES.get(kind, ()) if top is None else tuple(top)
+    _check_structure(where, raw, schema, top)
     name = raw.get("name", Path(path.name).stem)
     try:  # the name becomes part of output folder names: never a path
         plain_name(f"config {where}: name", name)
@@ -251,24 +373,15 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="") -> Config:
         raise ValueError(str(exc) + ("" if "name" in raw else
                                      " (the file's stem; set name = \"...\" in the config)")) from None
     presets = raw.get("presets", {})
-    values = {k: copy.deepcopy(v) for k, v in raw.items() if isinstance(v, dict) and k != "presets"}
+    values = {k: copy.deepcopy(v) for k, v in raw.items() if k in schema}
     if preset != "paper":
         if preset not in presets:
             raise ValueError(f"config {where}: preset must be one of "
                              f"{['paper'] + sorted(presets)}, got {preset!r}")
-        _merge(values, presets[preset], f"config {where}: presets.{preset}")
-    for key in presets:
-        if key not in PRESETS:
-            raise ValueError(f"config {where}: preset names must be among {list(PRESETS)}, got {key!r}")
+        _merge(values, presets[preset])
     out = {}
-    for section in values:
-        if section not in schema:
-            raise ValueError(f"config {where}: unknown table [{section}]; allowed: {sorted(schema)}")
     for section, specs in schema.items():
         got = values.get(section, {})
-        for key in got:
-            if key not in specs:
-                raise ValueError(f"config {where}: unknown key {section}.{key}; allowed: {sorted(specs)}")
         sec = {}
         for key, spec in specs.items():
             if key in got:
