@@ -380,4 +380,4 @@ def test_jax_out_of_device_memory_is_one_clear_error(monkeypatch, make_problem, 
     # and the other paths refuse a method the JAX backend does not have before any work
     assert main(["reproduce", "fig2a", "--preset", "smoke", "--out", str(tmp_path / "g"),
                  "--kernel", "jax", "--method", "gram", "--no-progress"]) == 2
-    assert "method must be one of ['auto', 'data'] with kernel='jax'" in capsys.readouterr().err
+    assert "--method gram and --kernel jax conflict" in capsys.readouterr().err

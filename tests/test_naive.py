@@ -383,3 +383,47 @@ def test_trace_dist_and_loss_at_start(make_problem):
                    for i in range(4)])
     assert_allclose(res["trace_loss"][0, 0], L0.min(axis=1).mean(), rtol=1e-14)
     assert_array_equal(res["trace_labels"][0, 0], L0.argmin(axis=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference computes its losses on its own (issue 25)
+# ---------------------------------------------------------------------------------------------
+def test_the_reference_imports_nothing_of_the_package_and_has_its_losses():
+    """A loss bug in mixlinreg.losses must not reach the reference the kernel is compared with:
+    tests/naive.py writes every loss from its formula and imports nothing of the package."""
+    import ast
+    from pathlib import Path
+
+    import naive
+    from mixlinreg.losses import LOSSES as PACKAGE_LOSSES
+
+    tree = ast.parse(Path(naive.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not any(str(m).split(".")[0] == "mixlinreg" for m in imported), imported
+    assert set(naive.LOSSES) == set(PACKAGE_LOSSES) | {"multinomial"}
+    with pytest.raises(ValueError, match="unknown loss"):
+        naive_loss(np.zeros(2), np.zeros(2), "hinge")
+
+
+def test_multinomial_loss_by_hand():
+    # logits [0, ln 3], class 1: logsumexp = ln 4, loss ln(4/3); softmax [1/4, 3/4] - e_1
+    z = np.array([0.0, math.log(3.0)])
+    assert_allclose(naive_loss(z, 1.0, "multinomial"), math.log(4 / 3), rtol=RTOL_EXACT)
+    assert_allclose(naive_dloss(z, 1.0, "multinomial"), [0.25, -0.25], rtol=RTOL_EXACT)
+    # large logits do not overflow
+    assert_allclose(naive_loss(np.array([1000.0, 0.0]), 0.0, "multinomial"), 0.0, atol=1e-300)
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "huber"])
+def test_losses_against_the_package_on_a_grid(loss):
+    """The two independent implementations agree (float64 rounding only) where both are finite."""
+    from mixlinreg.losses import get
+
+    z, y = np.meshgrid(np.linspace(-30, 30, 61), np.linspace(-3, 3, 13))
+    if loss == "logistic":
+        y = (y > 0).astype(float)
+    pkg = get(loss)
+    assert_allclose(naive_loss(z, y, loss, 0.7), pkg.value(z, y, 0.7), rtol=1e-13, atol=1e-13)
+    assert_allclose(naive_dloss(z, y, loss, 0.7), pkg.derivative(z, y, 0.7), rtol=1e-13,
+                    atol=1e-15)

@@ -257,7 +257,15 @@ def measure(table, p):
     curves = table[part != "grid"].dropna(axis=1, how="all").reset_index(drop=True) \
         .astype({"config": int, "draw": int, "n_prime": int})
     alphas, rhos = _alphas(p), _rhos(p)
-    E = grid.pivot(index="alpha", columns="rho", values="E_worst").loc[alphas, rhos].to_numpy()
+    # the grid by position, checked against the config's values (not looked up by exact float: a
+    # committed table's np.geomspace values may be one ulp off another numpy's)
+    piv = grid.pivot(index="alpha", columns="rho", values="E_worst").sort_index().sort_index(axis=1)
+    if not (piv.shape == (len(alphas), len(rhos))
+            and np.allclose(piv.index, np.sort(alphas), rtol=1e-12, atol=0)
+            and np.allclose(piv.columns, np.sort(rhos), rtol=1e-12, atol=0)):
+        raise ValueError("study L1: the table's (alpha, rho) grid is not the config's")
+    rank_a, rank_r = np.argsort(np.argsort(alphas)), np.argsort(np.argsort(rhos))
+    E = piv.to_numpy()[np.ix_(rank_a, rank_r)]  # in the config's order
     ex = curves[curves["part"].isin(["curve", "rate"])]
     col = grid.groupby("rho")["E_collinear"].agg(["min", "max"])
     named_min = grid[["E_collinear", "E_orth_same", "E_orth_opposite"]].min(axis=1)
