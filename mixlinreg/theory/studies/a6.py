@@ -685,7 +685,7 @@ STUDY = Study(
            "(1/2 - alpha0) sqrt(lambda/L) Delta, for any 0 < alpha0 < 1/2, provided "
            "n' >~ k eta^2/(alpha0^2 lambda^2 Delta^4) (with p >~ log(mn')/m and a Delta "
            "condition depending on alpha0)."),
-    location=("Assumption 6, Section 5.2 of the long (arXiv) version, used by Theorem 2 and "
+    location=("Assumption 6, Section 5.2 of the long version (arXiv), used by Theorem 2 and "
               "Corollary 2 (proofs in Appendices C-D; the loss gap alpha lambda Delta^2 and its "
               "Chebyshev step in Appendix C.1); the NeurIPS version's Assumption 6 (Section 5.2) "
               "differs: "

@@ -522,6 +522,6 @@ STUDY = Study(
            "using all the available data\"); and with weight sharing, when more clusters are "
            "fitted than there are, \"IFCA automatically identifies 3 clusters, and the remaining "
            "clusters are empty\" (FEMNIST)."),
-    location=("Section 4.3 (weight sharing) and Section 6.3 (FEMNIST) of the long (arXiv) version; "
+    location=("Section 4.3 (weight sharing) and Section 6.3 (FEMNIST) of the long version (arXiv); "
               "Section 4.1 and Section 6.3 of the NeurIPS 2020 version"),
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
