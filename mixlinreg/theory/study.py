@@ -538,6 +538,12 @@ def unit_rng(seed: int, study_id: str, name: str) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=key))
 
 
+def with_margin(params, key, value):
+    """``params`` with ``params["margins"][key]`` set to ``value`` (a new dict; for re-reading a
+    study's measurements at a neighbouring threshold)."""
+    return {**params, "margins": {**params["margins"], key: value}}
+
+
 def sensitivity_line(what: str, chosen, verdict_at: Callable, neighbours) -> str:
     """``"margin (chosen 0.1): 0.05 -> holds; 0.1 -> holds; 0.2 -> inconclusive"``.
 

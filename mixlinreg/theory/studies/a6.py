@@ -66,7 +66,7 @@ from ...config import Spec
 from ...stats import wilson_interval
 from ..convex import D, K, LOSS_SETUPS, draw_cluster_data, theta_star_of
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line)
+                     sensitivity_line, with_margin)
 # the model pieces (re-exported here: the study's API)
 from ._a6_model import (DIRECTIONS, DIVERGE, FAMILIES, _constants_of, _g6, ball_constants,
                         constants_piece, needed_n, population_gap, run_starts, scaled_n,
@@ -334,8 +334,7 @@ def decide(m, params) -> Decision:
     return Decision(HOLDS, numbers)
 
 
-def _at(params, key, value):
-    return {**params, "margins": {**params["margins"], key: value}}
+_at = with_margin  # params with one margin moved (study.with_margin)
 
 
 _SENSITIVE = (("target", "target (Wilson lower bound of every claim cell)"),

@@ -50,7 +50,7 @@ from ...config import Spec
 from ...metrics import adjusted_rand
 from ...stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, bootstrap, wilson_interval
 from ...synthetic import CLUSTER_CHOICES, device_accuracy, make_fedprox_synthetic
-from ..study import Decision, Study, Verdict, combine, sensitivity_line
+from ..study import Decision, Study, Verdict, combine, sensitivity_line, with_margin
 
 #: the methods of Table 1, in the paper's row order
 METHODS = ("LOCAL", "FedAvg", "Per-FedAvg", "IFCA", "CFL", "FPFC-l1", "FPFC")
@@ -356,8 +356,7 @@ def decide(measurements, params):
     return Decision(verdict, {**{k: mg[k] for k in MARGINS}, "conditions": per})
 
 
-def _at(params, key, value):
-    return {**params, "margins": {**params["margins"], key: value}}
+_at = with_margin  # params with one margin moved (study.with_margin)
 
 
 def sensitivity(measurements, params):

@@ -60,7 +60,7 @@ from ...config import Spec
 from ...stats import _ols_slope, wilson_interval
 from ..convex import D, LOSS_SETUPS, draw_cluster_data
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line)
+                     sensitivity_line, with_margin)
 # the model pieces (re-exported here: the study's API)
 from ._l3_model import (ADVERSARIAL, C1_PROOF, CHUNK_ROWS, _setting, ball_constants,
                         chebyshev_bounds, lemma3_bound, machine_losses, misclassified,
@@ -341,8 +341,7 @@ def cross_slopes(cells, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-def _at(params, key, value):
-    return {**params, "margins": {**params["margins"], key: value}}
+_at = with_margin  # params with one margin moved (study.with_margin)
 
 
 def _numbers(cells, curves, cross):

@@ -48,7 +48,7 @@ from ...ifca import ifca
 from ..convex import D, LOSS_SETUPS, draw_cluster_data, init_at_distance, theorem2_radius, \
     theta_star_of
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     combine, sensitivity_line)
+                     combine, sensitivity_line, with_margin)
 
 #: the variables, their hard direction (+1: the bound grows as it increases) and their labels
 VARIABLES = {"p": -1, "Delta": -1, "k": 1, "delta": -1, "n_prime": -1, "m": -1}
@@ -437,8 +437,7 @@ def decide(checks, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-def _at(params, key, value):
-    return {**params, "margins": {**params["margins"], key: value}}
+_at = with_margin  # params with one margin moved (study.with_margin)
 
 
 def one_constant(cellrows, params):

@@ -51,7 +51,7 @@ from scipy import stats as sps
 from ...config import Spec
 from ...digits import N_IMAGES, make_rotated_digits, run_methods
 from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, wilson_interval
-from ..study import Decision, Study, Verdict, combine, sensitivity_line
+from ..study import Decision, Study, Verdict, combine, sensitivity_line, with_margin
 
 METHODS = ("ifca", "global", "local")
 _POS = dict(low=0, open="low")
@@ -233,8 +233,7 @@ def decide(measurements, params):
     return Decision(verdict, {**{key: mg[key] for key in MARGINS}, "columns": per})
 
 
-def _at(params, key, value):
-    return {**params, "margins": {**params["margins"], key: value}}
+_at = with_margin  # params with one margin moved (study.with_margin)
 
 
 def sensitivity(measurements, params):
