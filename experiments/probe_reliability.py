@@ -699,6 +699,37 @@ def _judge(kind, target):
     return kind.judge(target)
 
 
+def _process_state():
+    """What one case could leave behind in this process for the next ones."""
+    import signal
+
+    return {"environment": dict(os.environ), "SIGINT handler": signal.getsignal(signal.SIGINT),
+            "working folder": os.getcwd()}
+
+
+def _isolated(name, judge):
+    """Run ``judge()``; undo (and name) any change it left in the probe process's environment,
+    SIGINT handler or working folder, so that no case decides another's outcome (a SIGINT left
+    ignored here would be inherited by every later child process)."""
+    import signal
+
+    before = _process_state()
+    try:
+        return judge()
+    finally:
+        after = _process_state()
+        for what in before:
+            if before[what] != after[what]:
+                print(f"[harness] case {name!r} changed the probe's {what}; restored", flush=True)
+        if before["environment"] != after["environment"]:
+            os.environ.clear()
+            os.environ.update(before["environment"])
+        if before["SIGINT handler"] != after["SIGINT handler"]:
+            signal.signal(signal.SIGINT, before["SIGINT handler"])
+        if before["working folder"] != after["working folder"]:
+            os.chdir(before["working folder"])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case")
@@ -726,7 +757,7 @@ def main(argv=None):
                 print(f"[{'crash':>14}] {CLASS_NAMES[cls0]} | {gen.__name__} set-up | "
                       f"{type(exc).__name__}: {str(exc)[:110]}", flush=True)
                 break
-            label, detail = _judge(kind, target)
+            label, detail = _isolated(name, lambda: _judge(kind, target))
             results.append((CLASS_NAMES.get(cls, str(cls)), name, label, detail))
             if args.verbose or label not in ("clear error", "correct result"):
                 print(f"[{label:>14}] {CLASS_NAMES.get(cls, cls)} | {name} | {detail}", flush=True)
@@ -734,7 +765,7 @@ def main(argv=None):
     store_cases = [] if args.only else _store_cases()
     store_cases += _issue25_cases(args.only)
     for cls, name, fn, kind in store_cases:
-        label, detail = _judge(kind, fn)
+        label, detail = _isolated(name, lambda: _judge(kind, fn))
         results.append((str(cls), name, label, detail))
         if args.verbose or label not in ("clear error", "correct result"):
             print(f"[{label:>14}] {cls} | {name} | {detail}", flush=True)

@@ -140,9 +140,11 @@ def compile_once_first(fn, items, *, n_jobs, backend):
         return items
     rest = iter(items)
     for first in rest:
-        logger.warning("mixlinreg: no compiled kernels cached in %s yet: running the first unit in "
-                       "this process so that numba compiles them once, then %d workers load them",
-                       folder, n_jobs)
+        # some entry kernel is cold, not necessarily one this workload calls (a fresh clone's
+        # second panel may find only another path's kernels missing): say no more than that
+        logger.warning("mixlinreg: some kernels have no compiled code cached in %s yet: running "
+                       "the first unit in this process so that numba compiles once any it needs, "
+                       "then %d workers load them", folder, n_jobs)
         yield fn(first)
         break
     return rest
