@@ -13,7 +13,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-__all__ = ["UnitMemoryError", "available_bytes", "format_bytes"]
+__all__ = ["UnitMemoryError", "available_bytes", "format_bytes", "jax_device_room"]
 
 
 class UnitMemoryError(MemoryError):
@@ -71,6 +71,23 @@ def available_bytes():
              _rlimit_room(resource.RLIMIT_DATA, "VmData")]
     rooms = [r for r in rooms if r is not None]
     return min(rooms) if rooms else None
+
+
+def jax_device_room():
+    """``(free bytes, the device in words)`` of JAX's default device where it reports its memory
+    (a GPU: ``bytes_limit`` less ``bytes_in_use``), else ``None`` (no JAX, or JAX's CPU backend,
+    whose arrays live in the host memory that :func:`available_bytes` reads)."""
+    try:
+        import jax
+
+        dev = jax.devices()[0]
+        stats = dev.memory_stats()
+    except Exception:  # noqa: BLE001 - no JAX, no device, or no statistics: nothing to compare
+        return None
+    if not stats or "bytes_limit" not in stats:
+        return None
+    free = int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+    return max(0, free), f"{dev.platform}:{dev.id} {getattr(dev, 'device_kind', '')}".strip()
 
 
 def format_bytes(n) -> str:

@@ -229,6 +229,11 @@ class Workload:
         its setting in words and what to lower. :func:`run` refuses the run before any unit
         starts when that unit does not fit in the memory available, and runs fewer units at once
         when only that many fit.
+    device_memory : callable, optional
+        ``device_memory() -> (bytes, free bytes, device, what, hint) or None``: the same for an
+        accelerator's memory (the JAX harness on a GPU): the run is refused before any unit
+        starts when one unit does not fit there, and fewer units run at once (in threads) when
+        only that many fit; ``None`` where the device does not report its memory.
     """
 
     name: str
@@ -245,6 +250,7 @@ class Workload:
     pin_blas: bool = True
     former: tuple = ()
     memory: Callable | None = None
+    device_memory: Callable | None = None
 
     def __post_init__(self):
         plain_name("workload name", self.name)
@@ -501,13 +507,16 @@ def _fit_memory(workload, backend, n_jobs, thread_workers):
     """Refuse ``workload`` when its largest unit does not fit in the memory available (before
     any unit runs); run fewer units at once when only that many fit (saying so). Returns
     ``(n_jobs, thread_workers, bytes of the largest unit or None)``."""
-    if workload.memory is None or backend == "dask":  # a cluster's workers: not this machine
+    if backend == "dask":  # a cluster's workers: not this machine
+        return n_jobs, thread_workers, None
+    where = f"{workload.name}/{workload.preset}"
+    thread_workers = _fit_device(workload, where, thread_workers)
+    if workload.memory is None:
         return n_jobs, thread_workers, None
     need, what, hint = workload.memory()
     room = available_bytes()
     if room is None:
         return n_jobs, thread_workers, need
-    where = f"{workload.name}/{workload.preset}"
     if need > room:
         raise UnitMemoryError(f"{where}: a unit needs about {format_bytes(need)} ({what}) but "
                               f"{format_bytes(room)} are available: {hint}")
@@ -521,6 +530,25 @@ def _fit_memory(workload, backend, n_jobs, thread_workers):
                        format_bytes(each), format_bytes(room), fit)
         n_jobs, thread_workers = min(n_jobs, fit), min(thread_workers, fit)
     return n_jobs, thread_workers, need
+
+
+def _fit_device(workload, where, thread_workers):
+    """Refuse ``workload`` when its largest unit does not fit in its accelerator's free memory;
+    the units to run at once (in threads) that fit there."""
+    dev = workload.device_memory() if workload.device_memory is not None else None
+    if dev is None:
+        return thread_workers
+    need, room, device, what, hint = dev
+    if need > room:
+        raise UnitMemoryError(f"{where}: a unit needs about {format_bytes(need)} on the JAX device "
+                              f"({device}; {what}) but {format_bytes(room)} are free there: {hint}")
+    fit = max(1, int(room // max(need, 1)))
+    if thread_workers > fit:
+        logger.warning("%s: %d units at once would need about %s on the JAX device (%s) but %s are "
+                       "free there: running %d at once", where, thread_workers,
+                       format_bytes(thread_workers * need), device, format_bytes(room), fit)
+        thread_workers = fit
+    return thread_workers
 
 
 def _in_order(units, names, lazy):

@@ -260,6 +260,51 @@ def test_units_at_once_are_lowered_to_what_fits(tmp_path, monkeypatch, caplog):
            "available: running 1 at once" in caplog.text
 
 
+def test_a_unit_too_large_for_the_jax_device_is_refused_before_anything_runs(tmp_path,
+                                                                             monkeypatch):
+    """The JAX harness on a GPU: the largest unit's device memory (X, the runs' responses, the
+    forward and backward passes of every run in one call) against the device's free memory."""
+    from mixlinreg import _memory
+    from mixlinreg.harness import _sizing
+
+    path = tmp_path / "big.toml"
+    path.write_text(BIG.format(m="[1000, 100000]", trials=2))
+    exp = load_config(path, "paper")
+    monkeypatch.setattr(_memory, "jax_device_room", lambda: (40 * 2**30, "gpu:0 Fake 40GB"))
+    need, room, device, what, hint = _sizing.largest_device_unit(exp)
+    m, n, d, R = 100000, 100, 1000, 2 * 2 * 1  # 2 cells x 2 initializations x 1 step
+    assert need >= m * n * d * 4 + m * n * R * 2 * (4 + 16)  # X, and the forward pass
+    assert room == 40 * 2**30 and "m = 100000, n = 100, d = 1000, k = 2" in what
+    wl = fig2_workload(exp, kernel="jax")
+    with pytest.raises(UnitMemoryError, match=r"big/paper: a unit needs about \d+ GiB on the JAX "
+                                              r"device \(gpu:0 Fake 40GB; m = 100000.*but 40 GiB "
+                                              r"are free there: lower m or d"):
+        runner._fit_memory(wl, "threads", 1, 4)
+    # the numba kernel has no device check; on JAX's CPU backend the device reports nothing
+    assert fig2_workload(exp).device_memory is None
+    monkeypatch.setattr(_memory, "jax_device_room", lambda: None)
+    assert _sizing.largest_device_unit(exp) is None
+
+
+def test_units_at_once_on_the_jax_device_are_lowered_to_what_fits(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(runner, "available_bytes", lambda: None)
+    wl = _toy_wl(device_memory=lambda: (2 * 2**30, 5 * 2**30, "gpu:0 Fake", "toy", "lower a"))
+    with caplog.at_level(logging.WARNING, logger="mixlinreg"):
+        assert runner._fit_memory(wl, "threads", 1, 4) == (1, 2, None)
+    assert "toy/smoke: 4 units at once would need about 8.0 GiB on the JAX device (gpu:0 Fake) " \
+           "but 5.0 GiB are free there: running 2 at once" in caplog.text
+    assert runner._fit_memory(wl, "dask", 1, 4) == (1, 4, None)  # a cluster's devices: not here
+
+
+def test_jax_device_room_is_none_on_the_cpu():
+    from mixlinreg import _memory
+
+    jax = pytest.importorskip("jax")
+    if jax.default_backend() != "cpu":
+        pytest.skip("a real accelerator: its room is measured by experiments/gpu_memory_check.py")
+    assert _memory.jax_device_room() is None
+
+
 def test_a_unit_that_runs_out_of_memory_names_itself_and_keeps_the_others(tmp_path):
     def compute(unit, ss):
         if unit == "u1":

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .. import _numerics
+from .. import _memory, _numerics
 from .._problem import _choose_method
 
 #: bytes per result row: the DataFrame (24 columns) and its CSV text. Measured (peak resident
@@ -84,3 +84,35 @@ def largest_unit(exp, method="auto", kernel="numba"):
     what = (f"m = {m}, n = {n}, d = {d}, k = {k}, {p['dtype']}; {C} cells x "
             f"{int(p['n_init']) * len(p['steps'])} runs each")
     return sum(terms.values()), what, _HINTS[max(terms, key=terms.get)]
+
+
+def device_terms(exp, m, n, d, k) -> dict:
+    """Bytes that one unit of group (m, n, d, k) holds on the JAX device at its peak, by part:
+    ``data`` (X and each run's responses), ``forward`` (the predictions of every run and model in
+    the working dtype and their float64 losses) and ``backward`` (the derivative at the assigned
+    models and the gradients, in float64 and the working dtype)."""
+    p = exp.protocol
+    s = np.dtype(p["dtype"]).itemsize
+    C = math.prod(len(exp.grid[a]) for a in ("R", "sigma", "alpha0") if a in exp.grid)
+    R = C * int(p["n_init"]) * len(p["steps"])
+    return {"data": m * n * d * s + R * m * n * s,
+            "forward": m * n * R * k * (s + 2 * 8),
+            "backward": m * n * R * (8 + s) + 2 * m * R * d * (s + 8)}
+
+
+def largest_device_unit(exp):
+    """``(bytes, free bytes, device, what, hint)`` of the largest unit of ``exp`` on JAX's
+    device, or ``None`` where the device does not report its memory (JAX's CPU backend: the host
+    check of :func:`largest_unit` covers it)."""
+    room = _memory.jax_device_room()
+    if room is None:
+        return None
+    m, n, d, k = (max(int(v) for v in exp.grid[a]) for a in ("m", "n", "d", "k"))
+    terms = device_terms(exp, m, n, d, k)
+    p = exp.protocol
+    C = math.prod(len(exp.grid[a]) for a in ("R", "sigma", "alpha0") if a in exp.grid)
+    what = (f"m = {m}, n = {n}, d = {d}, k = {k}, {p['dtype']}; {C} cells x "
+            f"{int(p['n_init']) * len(p['steps'])} runs each, all in one device call")
+    hint = ("lower m or d" if max(terms, key=terms.get) == "data" else
+            "use fewer cells, initializations (n_init) or step sizes, or lower m or n")
+    return sum(terms.values()), room[0], room[1], what, hint

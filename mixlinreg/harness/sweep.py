@@ -10,7 +10,7 @@ from .. import _numerics
 from .._env import usable_cores
 from .._validation import check_bool
 from ..runner import Units, Workload, check_backend, run
-from ._sizing import largest_unit
+from ._sizing import largest_device_unit, largest_unit
 from .experiment import GROUP_AXES
 from .run import run_unit
 from .store import ResultStore
@@ -60,7 +60,8 @@ def workload(exp, *, method="auto", kernel="numba"):
                     compute=partial(_compute, exp, method, kernel), seed=exp.protocol["seed"],
                     seed_key=partial(_seed_key, exp), open_store=partial(_open_store, exp),
                     to_csv_kw=dict(float_format="%.17g"),
-                    memory=partial(largest_unit, exp, method, kernel or "numba"))
+                    memory=partial(largest_unit, exp, method, kernel or "numba"),
+                    device_memory=partial(largest_device_unit, exp) if kernel == "jax" else None)
 
 
 def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", scheduler=None,
