@@ -51,7 +51,7 @@ CHILD = r"""
 import json, sys, time
 import jax
 from mixlinreg.harness import load_config, run_experiment
-from mixlinreg.harness._sizing import device_terms
+from mixlinreg.harness._sizing import _DEVICE_MARGIN, device_terms
 exp = load_config(sys.argv[1], "paper")
 dev = jax.devices()[0]
 before = dev.memory_stats()["bytes_in_use"]
@@ -61,7 +61,8 @@ wall = time.perf_counter() - t0
 st = dev.memory_stats()
 g = {a: max(exp.grid[a]) for a in ("m", "n", "d", "k")}
 print(json.dumps(dict(peak=st["peak_bytes_in_use"], before=before, limit=st["bytes_limit"],
-                      wall=wall, terms=device_terms(exp, g["m"], g["n"], g["d"], g["k"]))))
+                      wall=wall, margin=_DEVICE_MARGIN,
+                      terms=device_terms(exp, g["m"], g["n"], g["d"], g["k"]))))
 """
 
 
@@ -84,7 +85,8 @@ def measure(tmp, label, values):
     if res.returncode != 0:
         return dict(label=label, error=res.stderr.strip().splitlines()[-1:])
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    est = sum(out["terms"].values())
+    t = out["terms"]
+    est = out["margin"] * (t["data"] + max(t["forward"], t["backward"]))  # as largest_device_unit
     cells = len(values["R"]) * len(values["sigma"])
     runs = cells * values["n_init"] * len(values["steps"])
     return dict(label=label, m=values["m"], n=values["n"], d=values["d"], k=values["k"], runs=runs,

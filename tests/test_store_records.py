@@ -273,7 +273,8 @@ def test_a_unit_too_large_for_the_jax_device_is_refused_before_anything_runs(tmp
     monkeypatch.setattr(_memory, "jax_device_room", lambda: (40 * 2**30, "gpu:0 Fake 40GB"))
     need, room, device, what, hint = _sizing.largest_device_unit(exp)
     m, n, d, R = 100000, 100, 1000, 2 * 2 * 1  # 2 cells x 2 initializations x 1 step
-    assert need >= m * n * d * 4 + m * n * R * 2 * (4 + 16)  # X, and the forward pass
+    data, backward = m * n * d * 4 + R * m * n * 4, m * R * d * 12 + m * n * R * 4
+    assert need == int(1.25 * (data + max(m * n * R * 2 * 12, backward)))
     assert room == 40 * 2**30 and "m = 100000, n = 100, d = 1000, k = 2" in what
     wl = fig2_workload(exp, kernel="jax")
     with pytest.raises(UnitMemoryError, match=r"big/paper: a unit needs about \d+ GiB on the JAX "

@@ -86,18 +86,29 @@ def largest_unit(exp, method="auto", kernel="numba"):
     return sum(terms.values()), what, _HINTS[max(terms, key=terms.get)]
 
 
+#: the device estimate's margin over the calibrated peak (``figures/gpu_check/gpu_memory.json``)
+_DEVICE_MARGIN = 1.25
+
+
 def device_terms(exp, m, n, d, k) -> dict:
-    """Bytes that one unit of group (m, n, d, k) holds on the JAX device at its peak, by part:
-    ``data`` (X and each run's responses), ``forward`` (the predictions of every run and model in
-    the working dtype and their float64 losses) and ``backward`` (the derivative at the assigned
-    models and the gradients, in float64 and the working dtype)."""
+    """Bytes that one unit of group (m, n, d, k) holds on the JAX device, by part: ``data`` (X
+    and each run's responses), ``forward`` (every run's and model's predictions in the working
+    dtype and one float64 copy) and ``backward`` (each machine's gradient at its model, in the
+    working dtype and float64, and the derivative at the predictions).
+
+    XLA does not hold the forward and backward passes at once: measured on an H200
+    (``experiments/gpu_memory_check.py``, the largest unit of each Figure 2 panel and fig2b with
+    120, 300 and 600 runs per call; in each the backward pass is the larger), ``data + backward``
+    is 1.015 to 1.027 times the peak; :func:`largest_device_unit` takes ``1.25 x (data +
+    max(forward, backward))``, 1.27 to 1.28 times the measured peaks. Units whose forward pass is
+    the larger (small d, large k n) were not measured."""
     p = exp.protocol
     s = np.dtype(p["dtype"]).itemsize
     C = math.prod(len(exp.grid[a]) for a in ("R", "sigma", "alpha0") if a in exp.grid)
     R = C * int(p["n_init"]) * len(p["steps"])
     return {"data": m * n * d * s + R * m * n * s,
-            "forward": m * n * R * k * (s + 2 * 8),
-            "backward": m * n * R * (8 + s) + 2 * m * R * d * (s + 8)}
+            "forward": m * n * R * k * (s + 8),
+            "backward": m * R * d * (s + 8) + m * n * R * s}
 
 
 def largest_device_unit(exp):
@@ -115,4 +126,5 @@ def largest_device_unit(exp):
             f"{int(p['n_init']) * len(p['steps'])} runs each, all in one device call")
     hint = ("lower m or d" if max(terms, key=terms.get) == "data" else
             "use fewer cells, initializations (n_init) or step sizes, or lower m or n")
-    return sum(terms.values()), room[0], room[1], what, hint
+    need = _DEVICE_MARGIN * (terms["data"] + max(terms["forward"], terms["backward"]))
+    return int(need), room[0], room[1], what, hint
