@@ -9,6 +9,7 @@ exit   when
 2      what was asked is invalid or cannot run here: a bad option, option pair or config, a
        missing file, a missing optional dependency (the line names the extra to install)
 130    interrupted (Ctrl-C)
+143    stopped by SIGTERM (``kill PID``, a batch system's time limit, ``docker stop``)
 141    the reader of the output went away (``mixlinreg check --list | head``): nothing printed
 =====  ==========================================================================================
 
@@ -49,6 +50,7 @@ class _Run:
         self.doing = None  # what it is computing now ("fig2a (paper preset)")
         self.kept = None  # where finished units are kept, or None
         self.interrupted = False
+        self.signal = "SIGINT"  # which signal stopped it, when interrupted
         self.active = True
 
     def resume(self):
@@ -93,6 +95,7 @@ def run(argv, body):
     state = _Run(argv)
     _CURRENT.append(state)
     old = _on_sigint(state)
+    old_term = _on_sigint(state, signal.SIGTERM)
     try:
         try:
             code = body(state)
@@ -122,15 +125,19 @@ def run(argv, body):
         _CURRENT.pop()
         if old is not None:
             signal.signal(signal.SIGINT, old)
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
 
 
-def _on_sigint(state):
-    """Note a Ctrl-C in ``state`` (then raise KeyboardInterrupt, as Python does)."""
+def _on_sigint(state, signum=signal.SIGINT):
+    """Note a Ctrl-C (or SIGTERM, with ``signum``) in ``state``, then raise KeyboardInterrupt, as
+    Python does for Ctrl-C; returns the handler it replaced."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def handler(signum, frame):
         state.interrupted = True
+        state.signal = signal.Signals(signum).name
         if frame is not None and "llvmlite" in frame.f_code.co_filename:
             # inside a callback of numba's compiler the exception would be printed and ignored:
             # raise it a moment later, back in plain Python
@@ -139,7 +146,7 @@ def _on_sigint(state):
         raise KeyboardInterrupt
 
     try:
-        return signal.signal(signal.SIGINT, handler)
+        return signal.signal(signum, handler)
     except (ValueError, OSError):  # pragma: no cover - no signals here
         return None
 
@@ -148,6 +155,8 @@ def _ending(exc, state):
     """``(exit status, line)`` for the exception that ended the command."""
     if state.interrupted or isinstance(exc, KeyboardInterrupt):
         during = f" during {state.doing}" if state.doing else ""
+        if state.signal == "SIGTERM":
+            return 143, f"stopped (SIGTERM){during}" + state.tail()
         return 130, f"interrupted (Ctrl-C){during}" + state.tail()
     first = _first_line(exc)
     if isinstance(exc, ImportError):

@@ -80,8 +80,11 @@ def test_no_store_says_nothing_is_kept(tmp_path, monkeypatch, capsys):
     assert "during study L1 (smoke preset); nothing is kept" in capsys.readouterr().err
 
 
-def test_real_sigint_keeps_the_finished_units(tmp_path):
-    """SIGINT to a running reproduce: one line, 130, the units finished before it on disk."""
+@pytest.mark.parametrize("sig, code_owed, said", [(signal.SIGINT, 130, "interrupted (Ctrl-C)"),
+                                                  (signal.SIGTERM, 143, "stopped (SIGTERM)")])
+def test_real_sigint_keeps_the_finished_units(tmp_path, sig, code_owed, said):
+    """SIGINT (or SIGTERM) to a running reproduce: one line, 130 (143), the units finished
+    before it on disk."""
     write_tiny(tmp_path / "tiny.toml", trials=30)
     argv = ["reproduce", "--config", "tiny.toml", "--preset", "paper", "--out", "o",
             "--no-progress"]
@@ -93,15 +96,15 @@ def test_real_sigint_keeps_the_finished_units(tmp_path):
             while not list((tmp_path / "o").rglob("units/*.csv")) and time.time() - t0 < 120:
                 assert p.poll() is None, (tmp_path / "err").read_text()
                 time.sleep(0.05)
-            p.send_signal(signal.SIGINT)
+            p.send_signal(sig)
             code = p.wait(60)
         finally:
             if p.poll() is None:
                 p.kill()
     text = (tmp_path / "err").read_text()
-    assert code == 130 and "Traceback" not in text, text
+    assert code == code_owed and "Traceback" not in text, text
     assert text.strip().splitlines()[-1] == (
-        "mixlinreg reproduce: interrupted (Ctrl-C) during tiny (paper preset); finished units are "
+        f"mixlinreg reproduce: {said} during tiny (paper preset); finished units are "
         "kept in o; resume with: mixlinreg " + " ".join(argv))
     assert list((tmp_path / "o").rglob("units/*.csv"))
 
