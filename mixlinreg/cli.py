@@ -609,7 +609,8 @@ def _parser_teach(sub):
     h = sub.add_parser("teach", help="figures and animations that teach IFCA (PNG, GIF, HTML) "
                                      "and an index.html showing them")
     h.add_argument("views", nargs="*", metavar="VIEW",
-                   help="lines, plane, basin, contraction, soft or all [all]")
+                   help="lines, plane, basin, contraction, soft, explorer (the offline slider "
+                        "page) or all [all]")
     h.add_argument("--out", default="figures/teach", type=text_arg("a folder"),
                    help="output folder [figures/teach]")
     h.add_argument("--smoke", action="store_true", help="tiny problems and few frames (seconds)")

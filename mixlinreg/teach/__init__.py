@@ -20,8 +20,13 @@ Every caption is written from the facts of its run (:func:`path_facts`, :func:`s
 ...), stored with it in ``name.json``; ``mixlinreg.teach.exercises`` holds the lesson's exercise
 checks.
 
-``mixlinreg teach [lines|plane|basin|contraction|soft|all] --out DIR`` writes them (PNG, GIF and
-self-contained HTML) with an ``index.html``; :func:`write_views` is the same from Python.
+``mixlinreg teach [lines|plane|basin|contraction|soft|explorer|all] --out DIR`` writes them (PNG,
+GIF and self-contained HTML) with an ``index.html``; :func:`write_views` is the same from Python.
+
+Interactive: ``explorer.html`` (:func:`write_explorer`) is one offline page with sliders over runs
+stored in it (:func:`explorer_data`); in a notebook :func:`sliders` (the ``teach`` extra) re-runs
+the kernel (:func:`explorer_run`) at every move. Animation pages are made offline by
+:func:`offline_jshtml` (buttons drawn inline, nothing loaded from the network).
 
 Examples
 --------
@@ -73,7 +78,20 @@ from ._views import (
     soft_animation,
     soft_figure,
 )
-from ._write import VIEWS, build, check_out_dir, check_views, save_view, write_index, write_views
+from ._write import (
+    PAGES,
+    VIEWS,
+    build,
+    check_out_dir,
+    check_views,
+    offline_jshtml,
+    save_view,
+    write_index,
+    write_explorer,
+    write_views,
+)
+from ._explorer import explorer_data, explorer_problem, explorer_run
+from ._widgets import sliders
 
 __all__ = [
     "THETA_STAR", "BasinMap", "Contraction", "LineMixture", "Path", "basin_map",
@@ -82,6 +100,8 @@ __all__ = [
     "lines_animation", "lines_figure", "local_estimates", "palette", "plane_animation",
     "plane_figure", "soft_animation", "soft_figure",
     "VIEWS", "build", "check_out_dir", "check_views", "save_view", "write_index", "write_views",
+    "PAGES", "offline_jshtml", "explorer_data", "explorer_problem", "explorer_run",
+    "write_explorer", "sliders",
     "em_temperature", "factor_at_quarter_step", "machines_per_model", "path_facts",
     "step_range_for_half", "step_thresholds",
 ]

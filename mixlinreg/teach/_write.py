@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from .._paths import atomic_write
 from ._claims import counts_phrase, join_words
 
 VIEWS = ("lines", "plane", "basin", "contraction", "soft")
+#: Pages that are not a figure view: the slider explorer (``explorer.html``); "all" includes them.
+PAGES = ("explorer",)
 
 GIF_DPI = 80
 PNG_DPI = 100
@@ -43,20 +46,22 @@ SMOKE = Settings(m=9, n=8, n_iter=3, basin_grid=6, basin_iter=4, soft_iter=3,
 
 
 def check_views(names):
-    """Expand ``"all"`` and validate view names (one-line ValueError naming the bad one)."""
+    """Expand ``"all"`` (``VIEWS`` and ``PAGES``) and validate view names (one-line ValueError
+    naming the bad one)."""
     if isinstance(names, str):
         names = [names]
     names = list(names)
+    known = list(VIEWS) + list(PAGES)
     if not names:
-        raise ValueError(f"views must name at least one of {list(VIEWS)} or 'all'")
+        raise ValueError(f"views must name at least one of {known} or 'all'")
     out = []
     for v in names:
         if v == "all":
-            out.extend(VIEWS)
-        elif v in VIEWS:
+            out.extend(known)
+        elif v in known:
             out.append(v)
         else:
-            raise ValueError(f"unknown view {v!r}: choose from {list(VIEWS)} or 'all'")
+            raise ValueError(f"unknown view {v!r}: choose from {known} or 'all'")
     return list(dict.fromkeys(out))
 
 
@@ -309,6 +314,59 @@ def _in_ball(bm, mix):
     return np.hypot(A - mix.theta_star[0, 0], B - mix.theta_star[0, 1]) <= bm.radius
 
 
+#: Inline SVG (16 x 16, ``currentColor``) for the Font Awesome icons of matplotlib's
+#: ``to_jshtml`` buttons, which otherwise load a stylesheet from a CDN (blank buttons offline).
+_ICONS = {
+    "minus": "<rect x='2' y='7' width='12' height='2'/>",
+    "plus": "<rect x='2' y='7' width='12' height='2'/><rect x='7' y='2' width='2' height='12'/>",
+    "play": "<polygon points='4,2 14,8 4,14'/>",
+    "pause": "<rect x='3' y='2' width='4' height='12'/><rect x='9' y='2' width='4' height='12'/>",
+    "step-forward": "<polygon points='3,2 11,8 3,14'/><rect x='11' y='2' width='2' height='12'/>",
+    "step-backward": "<rect x='3' y='2' width='2' height='12'/><polygon points='13,2 5,8 13,14'/>",
+    "fast-forward": "<polygon points='1,2 7,8 1,14'/><polygon points='7,2 13,8 7,14'/>"
+                    "<rect x='13' y='2' width='2' height='12'/>",
+    "fast-backward": "<rect x='1' y='2' width='2' height='12'/><polygon points='9,2 3,8 9,14'/>"
+                     "<polygon points='15,2 9,8 15,14'/>",
+}
+_REMOTE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//"""
+                     r"""|url\(\s*["']?\s*(?:https?:)?//|@import""", re.IGNORECASE)
+
+
+def _icon(match):
+    names = [c[3:] for c in match.group(1).split() if c.startswith("fa-")]
+    flip = "flip-horizontal" in names
+    names = [c for c in names if c != "flip-horizontal"]
+    body = _ICONS.get(names[0]) if names else None
+    if body is None:  # an icon this table does not know: its name, as text
+        return f"<span class='anim-icon'>{html.escape(' '.join(names) or 'button')}</span>"
+    if flip:
+        body = f"<g transform='matrix(-1 0 0 1 16 0)'>{body}</g>"
+    return (f"<svg class='anim-icon' viewBox='0 0 16 16' width='14' height='14' "
+            f"fill='currentColor' aria-hidden='true'>{body}</svg>")
+
+
+def offline_jshtml(page):
+    """Make ``anim.to_jshtml()`` output self-contained: drop its remote stylesheet (Font Awesome
+    from a CDN) and draw the buttons' icons as inline SVG.
+
+    Raises
+    ------
+    RuntimeError
+        If a remote resource (``src``/``href``/``url()`` to ``http(s)://`` or ``//``, or
+        ``@import``) is left after the rewrite.
+    """
+    page = re.sub(r"<link\b[^>]*?href\s*=\s*[\"']?\s*(?:https?:)?//[^>]*>", "", page,
+                  flags=re.IGNORECASE | re.DOTALL)
+    page = re.sub(r"<i\s+class\s*=\s*[\"']((?:fa\b)[^\"']*)[\"']\s*>\s*</i>", _icon, page)
+    left = _REMOTE.search(page)
+    if left:
+        raise RuntimeError("the animation page still loads a remote resource near "
+                           f"{page[max(0, left.start() - 60):left.end() + 60]!r}")
+    style = ("<style>.anim-buttons button{min-width:2.2em;min-height:1.9em}"
+             ".anim-icon{vertical-align:middle}</style>")
+    return style + page
+
+
 def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
     """Save ``name.png``, ``name.gif`` and (optionally) ``name.html`` under ``out``.
 
@@ -329,7 +387,7 @@ def save_view(name, fig, anim, out, *, html_animation=True, fps=2, scale=1.0):
     if html_animation:
         page = out / f"{name}.html"
         anim._fig.set_dpi(GIF_DPI * scale)
-        body = anim.to_jshtml(fps=fps, default_mode="once")
+        body = offline_jshtml(anim.to_jshtml(fps=fps, default_mode="once"))
         atomic_write(page, "<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>"
                       f"mixlinreg teach: {name}</title></head><body>\n{body}\n</body></html>\n")
         paths.append(page)
@@ -356,6 +414,7 @@ def write_index(out):
              "<p>Every picture is drawn from real runs of <code>mixlinreg.ifca</code> "
              "(soft IFCA: <code>mixlinreg.baselines.soft_ifca</code>); made by "
              "<code>mixlinreg teach</code>.</p>"]
+    parts.extend(_explorer_link(out))
     for name in VIEWS:
         rec_path = out / f"{name}.json"
         if not rec_path.is_file():
@@ -377,6 +436,18 @@ def write_index(out):
     return path
 
 
+def _explorer_link(out):
+    """The index's paragraph linking the slider explorer, if ``out`` has it."""
+    rec_path = out / "explorer.json"
+    if not (rec_path.is_file() and (out / "explorer.html").is_file()):
+        return []
+    rec = json.loads(rec_path.read_text())
+    return ["<section id='explorer'><h2>explorer</h2><p><a href='explorer.html'><b>Explore the "
+            "runs with sliders</b></a> (step size, separation, noise, temperature, alpha0): a "
+            "self-contained page, no server and no network needed. "
+            f"{html.escape(rec['crossed'])}</p></section>"]
+
+
 def write_views(views="all", out="figures/teach", *, smoke=False, html_animation=True,
                 progress=print):
     """Compute the views and write them, with ``index.html``, under ``out``.
@@ -384,13 +455,15 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     Parameters
     ----------
     views : str or sequence of str
-        Names from ``VIEWS`` or ``"all"``.
+        Names from ``VIEWS`` and ``PAGES`` (``"explorer"``: :func:`write_explorer`) or ``"all"``
+        (both).
     out : str or os.PathLike
         Output folder; created if missing and checked writable before anything is computed.
     smoke : bool, default False
         Tiny problems and few frames (seconds; for tests).
     html_animation : bool, default True
-        Also write each animation as self-contained HTML (``to_jshtml``).
+        Also write each animation as self-contained HTML (``to_jshtml`` made offline by
+        :func:`offline_jshtml`). The explorer is written either way.
     progress : callable or None
         Called with one line per view.
 
@@ -409,6 +482,9 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
     result = {}
     for v in views:
         t0 = time.perf_counter()
+        if v in PAGES:
+            result[v] = _write_page(v, out, smoke, progress)
+            continue
         with _theme():
             fig, anim, caption, summary, facts = build(v, settings)
             files = save_view(v, fig, anim, out, html_animation=html_animation,
@@ -419,3 +495,41 @@ def write_views(views="all", out="figures/teach", *, smoke=False, html_animation
             progress(f"[{v}] {summary} ({time.perf_counter() - t0:.1f} s)")
     result["index"] = write_index(out)
     return result
+
+
+def write_explorer(out="figures/teach", *, smoke=False, progress=print):
+    """Compute the explorer's runs and write ``explorer.html`` (self-contained) under ``out``.
+
+    Also writes ``explorer.json`` (the record :func:`mixlinreg.teach.write_index` reads: a summary
+    and the file, and which sliders are crossed). ``smoke=True`` runs the explorer's
+    ``SMOKE_GRID`` (a few runs, seconds; for tests).
+
+    Returns
+    -------
+    pathlib.Path
+        The page.
+    """
+    from ._explorer import FULL_GRID, SMOKE_GRID, explorer_data
+    from ._explorer_page import explorer_html
+
+    out = check_out_dir(out)
+    grid = SMOKE_GRID if smoke else FULL_GRID
+    data = explorer_data(grid, progress=progress)
+    page = out / "explorer.html"
+    atomic_write(page, explorer_html(data))
+    summary = (f"explorer: {len(data['runs'])} runs ({grid.n_hard} hard IFCA, {grid.n_soft} soft "
+               f"IFCA), {page.stat().st_size / 1e6:.2f} MB")
+    rec = {"view": "explorer", "summary": summary, "files": [page.name],
+           "crossed": data["crossed"]}
+    atomic_write(out / "explorer.json", json.dumps(rec, indent=1) + "\n")
+    return FsPath(page)
+
+
+def _write_page(name, out, smoke, progress):
+    """Write one of ``PAGES`` (the explorer) and report it as :func:`write_views` does a view."""
+    t0 = time.perf_counter()
+    page = write_explorer(out, smoke=smoke, progress=None)
+    rec = json.loads((FsPath(out) / f"{name}.json").read_text())
+    if progress is not None:
+        progress(f"[{name}] {rec['summary']} ({time.perf_counter() - t0:.1f} s)")
+    return {"files": [page], "summary": rec["summary"], "caption": rec["crossed"], "facts": None}
