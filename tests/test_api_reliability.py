@@ -122,9 +122,13 @@ def test_a_small_call_makes_few_chunks(monkeypatch):
 
 
 CHILD = textwrap.dedent("""
-    import sys, time
+    import os, sys, threading, time
     import numpy as np
     import mixlinreg as mlr
+    # a watchdog: if the test dies before it sends SIGINT, this child must not run on for hours
+    watchdog = threading.Timer(120, os._exit, (3,))
+    watchdog.daemon = True
+    watchdog.start()
     mix = mlr.make_mixture(40, 100, 30, 2, 1.0, 0.5, rng=0)
     init = np.random.default_rng(1).standard_normal((4, 2, 30))
     for method in ("data", "gram"):
