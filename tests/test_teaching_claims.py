@@ -186,8 +186,31 @@ def test_lesson_theory_sentences_match_paper_checks():
     assert _t1_row()[3].startswith("equal sizes: holds")
 
 
-def test_step_threshold_of_section_4d():
-    """Section 4d: this draw converges below 1 / (p_j lambda_max(H_j)) = 1.70, not below 2."""
+def _row(claim):
+    row = next(ln for ln in (ROOT / "paper_checks.md").read_text().splitlines()
+               if ln.startswith(f"| [{claim}]"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def test_deeper_lesson_theory_sentences_match_paper_checks():
+    """Sections 5c (Lemma 1), 8 (restarts) and 12 (T1) state paper_checks.md's verdicts and
+    conditions."""
+    text = " ".join((ROOT / "experiments" / "tutorial.py").read_text().replace("#", " ").split())
+    checks = (ROOT / "paper_checks.md").read_text()
+    assert _row("L1")[2].strip("*") == "holds with a caveat"
+    assert '(L1) rates it "holds with a caveat"' in text
+    assert "~ rho^1.00 at small rho" in checks and "(`E_worst ~ rho^1.00`)" in text
+    assert "c1 = 1 works" in checks and "the bound holds (c1 = 1)" in text
+    assert _row("RS")[2].strip("*") == "holds with a caveat"
+    assert "(RS) rates the paper's claim" in text and "**holds with a caveat**" in text
+    assert "It holds from some separation R on in every (panel, sigma)" in checks
+    assert "Trials whose initializations all fail cap the restart curve" in checks
+    # section 3's step condition is section 5d's threshold, for the current assignment
+    assert "`lr <= 1 / (p_j lambda_max(H_j))`" in text
+
+
+def test_step_threshold_of_section_5d():
+    """Section 5d: this draw converges below 1 / (p_j lambda_max(H_j)) = 1.70, not below 2."""
     mix2 = teach.line_mixture(k=2, m=30, n=15, sigma=0.5, rng=2)
     th = teach.step_thresholds(mix2.X, mix2.labels)
     assert th.min() == pytest.approx(1.70, abs=0.01) and th.max() == pytest.approx(2.0, abs=0.01)
@@ -210,29 +233,44 @@ def _solutions():
     return mod
 
 
+#: exercise number -> (the lesson's stub, its check)
+EXERCISES = {1: ("my_assign", exercises.check_assign), 2: ("my_factor", exercises.check_factor),
+             3: ("my_lr_max", exercises.check_lr_max), 4: ("my_objective", exercises.check_objective),
+             5: ("my_em_temperature", exercises.check_em_temperature),
+             6: ("my_n_parameters", exercises.check_n_parameters),
+             7: ("my_model_step", exercises.check_model_step),
+             8: ("my_participation", exercises.check_participation)}
+
+
 def test_checks_accept_the_solutions(capsys):
     sol = _solutions()
-    assert exercises.check_assign(sol.my_assign)
-    assert exercises.check_factor(sol.my_factor)
-    assert exercises.check_lr_max(sol.my_lr_max)
-    assert capsys.readouterr().out.count(": correct") == 3
+    for n, (name, check) in EXERCISES.items():
+        assert check(getattr(sol, name)) is True, n
+    out = capsys.readouterr().out
+    assert all(f"exercise {n}: correct" in out for n in EXERCISES)
 
 
 def test_the_lesson_holds_stubs_not_solutions():
+    import inspect
+
     text = (ROOT / "experiments" / "tutorial.py").read_text()
-    for name in ("my_assign", "my_factor", "my_lr_max"):
+    sol = _solutions()
+    for name, _ in EXERCISES.values():
         body = re.search(rf"def {name}\(.*?\n\n", text, re.S).group(0)
         assert "raise NotImplementedError" in body and "return" not in body, name
-    assert "abs(1" not in text and "eigvalsh" not in text
+        # no line of the solution's code is in the lesson
+        code = [ln.strip() for ln in inspect.getsource(getattr(sol, name)).splitlines()
+                if ln.strip().startswith(("return", "losses ="))]
+        assert code and not any(ln in text for ln in code), name
 
 
 def test_stubs_are_reported_not_attempted(capsys):
     def stub(*args):
         raise NotImplementedError
 
-    for check in (exercises.check_assign, exercises.check_factor, exercises.check_lr_max):
+    for _, check in EXERCISES.values():
         assert check(stub) is False
-    assert capsys.readouterr().out.count("not attempted yet") == 3
+    assert capsys.readouterr().out.count("not attempted yet") == len(EXERCISES)
 
 
 def _losses(X, y, th):
@@ -285,6 +323,80 @@ WRONG_LR = {
     "1 / (p^2 lambda_max)": lambda p, H: 1 / (p * p * _ev(H)[-1]),
     "1.5 / (p lambda_max)": lambda p, H: 1.5 / (p * _ev(H)[-1]),
 }
+
+
+#: Exercise 3's "anything from 1.5 to 2.1" (issue 23): constants, and those over p lambda_max(H)
+WRONG_LR.update({f"constant {c:.2f}": (lambda c: lambda p, H: c)(c)
+                 for c in np.linspace(1.5, 2.1, 13)})
+WRONG_LR.update({f"{c:.2f} / (p lambda_max)": (lambda c: lambda p, H: c / (p * _ev(H)[-1]))(c)
+                 for c in np.linspace(1.5, 2.1, 7)})
+
+
+def _F(X, y, th):
+    return np.mean((np.einsum("mnd,kd->mnk", X, th) - y[:, :, None]) ** 2, axis=1)
+
+
+WRONG_OBJECTIVE = {
+    "mean over machines (the kernel's loss)": lambda X, y, th: _F(X, y, th).min(1).mean(),
+    "every machine at every model": lambda X, y, th: _F(X, y, th).sum(),
+    "best single model (min and sum swapped)": lambda X, y, th: _F(X, y, th).sum(0).min(),
+    "worst model per machine": lambda X, y, th: _F(X, y, th).max(1).sum(),
+    "sum of squares, not mean": lambda X, y, th: (X.shape[1] * _F(X, y, th)).min(1).sum(),
+    "root mean squares": lambda X, y, th: np.sqrt(_F(X, y, th)).min(1).sum(),
+    "model 1 for everyone": lambda X, y, th: _F(X, y, th)[:, 0].sum(),
+}
+
+WRONG_EM = {
+    "sigma^2 / n (the 2 lost)": lambda s, n: s * s / n,
+    "2 sigma^2 (n lost: F_i is a mean)": lambda s, n: 2 * s * s,
+    "sigma^2": lambda s, n: s * s,
+    "2 sigma / n": lambda s, n: 2 * s / n,
+    "2 sigma^2 n": lambda s, n: 2 * s * s * n,
+    "sigma^2 / (2 n)": lambda s, n: s * s / (2 * n),
+    "2 sigma^2 / sqrt(n)": lambda s, n: 2 * s * s / np.sqrt(n),
+    "n / (2 sigma^2) (inverted)": lambda s, n: n / (2 * s * s),
+    "temperature 2 (the soft view's)": lambda s, n: 2.0,
+}
+
+WRONG_NPARAM = {
+    "k d (models only)": lambda k, d: k * d,
+    "k d + k - 1 (no noise variance)": lambda k, d: k * d + k - 1,
+    "k d + 1 (no mixing weights)": lambda k, d: k * d + 1,
+    "k d + k + 1 (k free weights)": lambda k, d: k * d + k + 1,
+    "k (d + 1) + 1": lambda k, d: k * (d + 1) + 1,
+    "k": lambda k, d: k,
+    "d": lambda k, d: d,
+}
+
+WRONG_MODEL_STEP = {
+    "lr m / m_j (inverted)": lambda lr, m, mj: lr * m / mj,
+    "lr (the same step)": lambda lr, m, mj: lr,
+    "lr / m_j": lambda lr, m, mj: lr / mj,
+    "lr m_j": lambda lr, m, mj: lr * mj,
+    "lr / m": lambda lr, m, mj: lr / m,
+    "lr / k": lambda lr, m, mj: lr / 2,
+}
+
+WRONG_PARTICIPATION = {
+    "1 (no change)": lambda s, m: 1.0,
+    "m / s (inverted)": lambda s, m: m / s,
+    "s / (m - s)": lambda s, m: s / (m - s),
+    "(s / m)^2": lambda s, m: (s / m) ** 2,
+    "sqrt(s / m)": lambda s, m: np.sqrt(s / m),
+    "1 / s": lambda s, m: 1 / s,
+}
+
+WRONG = {4: WRONG_OBJECTIVE, 5: WRONG_EM, 6: WRONG_NPARAM, 7: WRONG_MODEL_STEP,
+         8: WRONG_PARTICIPATION}
+
+
+@pytest.mark.parametrize("n", sorted(WRONG))
+def test_deeper_checks_reject_the_wrong_answers(n, capsys):
+    check = EXERCISES[n][1]
+    for name, fn in WRONG[n].items():
+        assert check(fn) is False, name
+    out = capsys.readouterr().out
+    assert out.count(f"exercise {n}: not yet") == len(WRONG[n])
 
 
 @pytest.mark.parametrize("name", list(WRONG_ASSIGN))

@@ -75,6 +75,8 @@ def step_thresholds(X, labels, k=None):
     ``lr < 1 / (p_j lambda_max(H_j))`` (``2 / lambda_max`` for ``p_j = 1/2``; ``1/p_j`` for the
     population design ``E[x x^T] = I``).
 
+    A model with no machine does not move, so no step is too large for it: its entry is ``inf``.
+
     Returns
     -------
     ndarray (k,)
@@ -86,6 +88,9 @@ def step_thresholds(X, labels, k=None):
     out = np.empty(k)
     for j in range(k):
         Xj = X[labels == j]
+        if Xj.shape[0] == 0:
+            out[j] = np.inf
+            continue
         H = np.einsum("mnd,mne->de", Xj, Xj) / (Xj.shape[0] * n)
         out[j] = 1.0 / ((Xj.shape[0] / m) * np.linalg.eigvalsh(H)[-1])
     return out

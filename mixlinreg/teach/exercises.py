@@ -1,9 +1,11 @@
-"""Checks for the lesson's exercises (``experiments/tutorial.py``, section 9).
+"""Checks for the lesson's exercises (``experiments/tutorial.py``, section 14).
 
-Each ``check_*`` takes the student's function, runs it on probes, compares it with what
-:func:`mixlinreg.ifca` itself does on those probes, prints one line and returns True (correct) or
-False. The reference is the kernel's behaviour, not a formula written here, so reading a check
-does not give its answer away. A function that still raises :class:`NotImplementedError` (the
+Each ``check_*`` takes the student's function, runs it on probes, compares it with what the
+package itself does on those probes (:func:`mixlinreg.ifca`; for exercise 5 the weights of
+:func:`mixlinreg.baselines.soft_ifca` against EM's posterior computed from scipy's normal
+density; for exercise 6 :meth:`mixlinreg.IFCA.bic`), prints one line and returns True (correct)
+or False. The reference is that behaviour, not a formula written here, so reading a check does
+not give its answer away. A function that still raises :class:`NotImplementedError` (the
 lesson's stubs) is reported as not attempted. The probes are chosen so that the common wrong
 answers fail (``tests/test_teaching_claims.py`` runs the wrong answers listed there and the
 solutions in ``experiments/tutorial_solutions.py``).
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["check_assign", "check_factor", "check_lr_max", "FACTOR_G"]
+__all__ = ["check_assign", "check_factor", "check_lr_max", "check_objective",
+           "check_em_temperature", "check_n_parameters", "check_model_step",
+           "check_participation", "FACTOR_G"]
 
 #: The values of ``g = lr p_j`` exercise 2 is checked at: two below 1/2 and two above, where the
 #: sign of the one-step change matters.
@@ -113,6 +117,10 @@ def check_factor(fn, tol=0.03):
     points every step) at each ``g`` in :data:`FACTOR_G`; the answer must be within ``tol`` of
     the measurement at every one of them.
     """
+    _, msg = _call(2, fn, FACTOR_G[0])
+    if msg:  # before the measurement: a stub costs nothing
+        print(msg)
+        return False
     measured = _measured_factors(FACTOR_G)
     for g, meas in zip(FACTOR_G, measured):
         got, msg = _call(2, fn, g)
@@ -186,3 +194,215 @@ def check_lr_max(fn):
             return _verdict(3, False, f"at p = {p:g} the run still converges at 1.02 x your "
                                       f"{got:.4g}: your threshold is too small")
     return _verdict(3, True, "")
+
+
+# ------------------------------------------------------------------ exercises of the deeper lesson
+
+
+def _float_answer(n, fn, *args):
+    """The student's number at ``args``; ``(value, None)`` or ``(None, message)``."""
+    got, msg = _call(n, fn, *args)
+    if msg:
+        return None, msg
+    val = _number(got)
+    if val is None or not np.isfinite(val):
+        return None, f"exercise {n}: not yet: expected a finite number, got {got!r}"
+    return val, None
+
+
+def check_objective(fn):
+    """Exercise 4: ``fn(X, y, theta) -> L``, IFCA's objective ``sum_i min_j F_i(theta_j)``
+    (``F_i`` machine i's mean squared error), a number.
+
+    Compared with ``m`` times the training loss :func:`mixlinreg.ifca` reports at 12 random sets
+    of models on two problems (``n_iter=0`` evaluates the models without a step).
+    """
+    import mixlinreg as mlr
+
+    from ._runs import line_mixture
+
+    for mix, seed in ((line_mixture(k=3, m=30, n=15, sigma=0.5, rng=0), 14),
+                      (line_mixture(k=2, m=12, n=7, sigma=1.0, rng=5), 15)):
+        probes = np.random.default_rng(seed).normal(0.0, 1.5, (6, mix.k, 2))
+        ref = mlr.ifca(mix.X, mix.y, probes, 0.5, n_iter=0, dtype=np.float64,
+                       n_threads=1).loss * mix.X.shape[0]
+        for r, theta in enumerate(probes):
+            got, msg = _float_answer(4, fn, mix.X, mix.y, theta.copy())
+            if msg:
+                print(msg)
+                return False
+            if not abs(got - ref[r]) <= 1e-8 * max(1.0, abs(ref[r])):
+                return _verdict(4, False, f"at probe {r} (m = {mix.X.shape[0]}) IFCA's objective "
+                                          f"is {ref[r]:.6g}, yours {got:.6g} (a sum over machines "
+                                          "of each machine's loss at the model it picks)")
+    return _verdict(4, True, "")
+
+
+#: Exercise 5's probes: (sigma, n) of a two-line problem whose lines are close, so that EM's
+#: weights are far from 0 and 1 and a wrong temperature shows.
+EM_PROBES = ((0.5, 15), (1.0, 4), (2.0, 9), (0.3, 2))
+
+
+def _em_posterior(mix, theta, sigma):
+    """EM's E-step for the model: each machine's posterior over the k lines, equal priors, from
+    the Gaussian likelihood of its n points (scipy's normal log-density)."""
+    from scipy.special import softmax
+    from scipy.stats import norm
+
+    mean = np.einsum("mnd,kd->mnk", mix.X, theta)
+    loglik = norm.logpdf(mix.y[:, :, None], loc=mean, scale=sigma).sum(axis=1)  # (m, k)
+    return softmax(loglik, axis=1)
+
+
+def check_em_temperature(fn):
+    """Exercise 5: ``fn(sigma, n) -> temperature`` at which soft IFCA's weights
+    (:func:`mixlinreg.baselines.soft_ifca`) are EM's posterior for Gaussian noise ``sigma`` and
+    ``n`` points per machine (equal cluster weights).
+
+    On each probe of :data:`EM_PROBES` the weights soft IFCA computes at your temperature are
+    compared with the posterior computed from the normal density of the machines' points.
+    """
+    from ..baselines import soft_ifca
+    from ._runs import line_mixture
+
+    for sigma, n in EM_PROBES:
+        got, msg = _float_answer(5, fn, sigma, n)
+        if msg:
+            print(msg)
+            return False
+        if got <= 0:
+            return _verdict(5, False, f"a temperature is positive, got {got} at sigma = {sigma}, "
+                                      f"n = {n}")
+        star = 1.2 * sigma / np.sqrt(n) * np.array([[0.5, 0.5], [-0.5, -0.5]])
+        mix = line_mixture(k=2, m=16, n=n, sigma=sigma, theta_star=star, rng=16)
+        ref = _em_posterior(mix, mix.theta_star, sigma)
+        w = soft_ifca(mix.X, mix.y, mix.theta_star, 0.5, temperature=got,
+                      n_iter=0).extra["weights"]
+        gap = float(np.abs(w - ref).max())
+        if not gap <= 1e-6:
+            return _verdict(5, False, f"at sigma = {sigma}, n = {n} soft IFCA's weights at your "
+                                      f"temperature {got:.4g} differ from EM's posterior by up "
+                                      f"to {gap:.3f}")
+    return _verdict(5, True, "")
+
+
+#: Exercise 6's probes: (k, d).
+NPARAM_PROBES = ((1, 2), (2, 2), (3, 2), (2, 5), (4, 3), (5, 1))
+
+
+def _bic_penalty_count(k, d, m=30, n=6):
+    """The parameter count :meth:`mixlinreg.IFCA.bic` uses, read off the estimator itself:
+    BIC - AIC = p (log m - 2) on the same fit."""
+    import warnings
+
+    import mixlinreg as mlr
+
+    gen = np.random.default_rng(17)
+    X, y = gen.standard_normal((m, n, d)), gen.standard_normal((m, n))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # empty models are fine here: only the count matters
+        est = mlr.IFCA(n_clusters=k, lr=0.1, n_init=1, n_iter=1, rng=18, n_threads=1).fit(X, y)
+    return (est.bic(X, y) - est.aic(X, y)) / (np.log(m) - 2.0)
+
+
+def check_n_parameters(fn):
+    """Exercise 6: ``fn(k, d) -> p``, the free parameters BIC charges for a mixture of k linear
+    regressions in d features (what :meth:`mixlinreg.IFCA.bic` counts).
+
+    The reference is read off the estimator: on one fit, ``bic - aic = p (log m - 2)``.
+    """
+    for k, d in NPARAM_PROBES:
+        got, msg = _float_answer(6, fn, k, d)
+        if msg:
+            print(msg)
+            return False
+        ref = _bic_penalty_count(k, d)
+        if not abs(got - ref) < 1e-6:
+            hint = ("the machines' assignments are not parameters: they are summed out of the "
+                    "likelihood" if got > ref else "something estimated is not counted")
+            return _verdict(6, False, f"at k = {k}, d = {d} BIC counts {ref:.0f} parameters, "
+                                      f"yours {got:g} ({hint})")
+    return _verdict(6, True, "")
+
+
+#: Exercise 7's probes: (machines of cluster 0 out of ``m = 10``, gradient-averaging step).
+MODEL_STEP_PROBES = ((3, 0.5), (7, 0.5), (5, 1.2))
+
+
+def check_model_step(fn):
+    """Exercise 7: ``fn(lr, m, m_j) -> lr_model``, the step of model averaging
+    (``averaging="model"``, one local step) that moves model j exactly as gradient averaging
+    with step ``lr`` does, for a model chosen by ``m_j`` of the ``m`` machines.
+
+    On each probe one iteration of :func:`mixlinreg.ifca` with each option, from the same start
+    (models at the truth plus an offset), must give the same model 0.
+    """
+    import mixlinreg as mlr
+
+    gen = np.random.default_rng(19)
+    for m_j, lr in MODEL_STEP_PROBES:
+        m, n = 10, 8
+        X = gen.standard_normal((m, n, 2))
+        star = np.array([[4.0, 0.0], [-4.0, 0.0]])
+        labels = (np.arange(m) >= m_j).astype(int)
+        y = np.einsum("mnd,md->mn", X, star[labels]) + 0.1 * gen.standard_normal((m, n))
+        init = star + np.array([[0.3, -0.4], [0.2, 0.1]])
+        got, msg = _float_answer(7, fn, lr, m, m_j)
+        if msg:
+            print(msg)
+            return False
+        if got <= 0:
+            return _verdict(7, False, f"a step size is positive, got {got}")
+        kw = dict(n_iter=1, dtype=np.float64, n_threads=1)
+        grad = mlr.ifca(X, y, init, lr, **kw)
+        if not np.array_equal(grad.labels[0], labels):  # the probe itself is sound
+            raise RuntimeError("exercise 7's probe misassigns a machine")
+        model = mlr.ifca(X, y, init, got, averaging="model", local_steps=1, **kw)
+        gap = float(np.linalg.norm(model.theta[0, 0] - grad.theta[0, 0]))
+        if not gap <= 1e-9:
+            return _verdict(7, False, f"with m_j = {m_j} of m = {m} and lr = {lr}, model averaging "
+                                      f"at your step {got:.4g} puts model 1 {gap:.3g} away from "
+                                      "where gradient averaging puts it")
+    return _verdict(7, True, "")
+
+
+#: Exercise 8's probes: machines per round ``s`` out of ``m = 20``.
+PARTICIPATION_S = (4, 10, 16)
+
+
+def _mean_step_ratio(s, m=20, n=8, draws=400, rng=20):
+    """Measured: the mean over ``draws`` rounds of one IFCA step with ``s`` of ``m`` machines,
+    projected on the full-participation step, over its squared length."""
+    import mixlinreg as mlr
+
+    gen = np.random.default_rng(rng)
+    X = gen.standard_normal((m, n, 2))
+    star = np.array([[3.0, 0.0], [-3.0, 0.0]])
+    labels = np.arange(m) % 2
+    y = np.einsum("mnd,md->mn", X, star[labels]) + 0.1 * gen.standard_normal((m, n))
+    init = star + np.array([[0.5, -0.5], [0.4, 0.3]])
+    kw = dict(n_iter=1, dtype=np.float64, n_threads=1)
+    full = mlr.ifca(X, y, init, 0.5, **kw).theta[0] - init
+    part = mlr.ifca(X, y, np.repeat(init[None], draws, 0), 0.5, participation=s, rng=rng + 1,
+                    **kw).theta - init
+    return float(np.sum(part.mean(0) * full) / np.sum(full * full))
+
+
+def check_participation(fn, tol=0.05):
+    """Exercise 8: ``fn(s, m) -> r``: with ``s`` of the ``m`` machines taking part in a round
+    (``participation=s``), the expected step of a model is ``r`` times the step with every
+    machine taking part (models held fixed). Measured over 400 random rounds at each ``s`` in
+    :data:`PARTICIPATION_S`, ``m = 20``; within ``tol``.
+    """
+    m = 20
+    for s in PARTICIPATION_S:
+        got, msg = _float_answer(8, fn, s, m)
+        if msg:
+            print(msg)
+            return False
+        meas = _mean_step_ratio(s, m)
+        print(f"  s = {s} of m = {m}: measured {meas:.3f}, yours {got:.3f}")
+        if not abs(got - meas) <= tol:
+            return _verdict(8, False, f"at s = {s} of m = {m} the mean step is {meas:.3f} of the "
+                                      f"full one, yours {got:.3f} (the server still divides by m)")
+    return _verdict(8, True, "")
