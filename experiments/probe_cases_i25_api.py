@@ -86,10 +86,14 @@ def _ok(fn, check=lambda out: True, warn=None, warn_text=(), nowarn=None):
 
 # ------------------------------------------------------------------------ 104: Ctrl-C in the API
 CHILD = r"""
-import json, sys, time
+import json, os, sys, threading, time
 import numpy as np
 import numba
 import mixlinreg as mlr
+# a watchdog: if the probe dies before it sends SIGINT, this child must not run on for hours
+watchdog = threading.Timer(300, os._exit, (3,))
+watchdog.daemon = True
+watchdog.start()
 
 opt = json.loads(sys.argv[1])
 dt = np.dtype(opt.pop("dtype", "float64"))

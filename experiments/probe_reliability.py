@@ -257,7 +257,7 @@ def cases_flags():
                                                            early_stop=np.False_).fit(mix.X, mix.y), \
         Ok(lambda e: e.coef_.shape == (2, 3))
     # TOML configs
-    base = (ROOT / "experiments" / "fig2a.toml").read_text()
+    base = (ROOT / "mixlinreg" / "configs" / "fig2a.toml").read_text()
     for value in ('"false"', '"no"', "0", "1"):
         path = TMP / f"early_{abs(hash(value))}.toml"
         path.write_text(base.replace("early_stop = false", f"early_stop = {value}", 1))
@@ -608,12 +608,13 @@ def cases_text():
         parser = build_parser()
         sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
         text = " ".join(sub.choices["check"].format_help().split())
-        minutes = int(re.search(r"# all 12 studies: (\d+) min", readme).group(1))
-        return f"about {minutes + 1} minutes" in text and "20 minutes" not in text
+        # the help quotes no duration of its own (it would go stale): it points to the README's
+        # measured times, which tests/test_readme.py checks
+        return "the README gives measured times" in text and not re.search(r"\d+ minutes", text)
 
-    yield 11, "check --help duration matches the README's measurement", check_help, Ok(bool)
+    yield 11, "check --help quotes no duration that could go stale", check_help, Ok(bool)
     pattern = re.compile(r"\.\./shared|/work/|shared/spec")
-    files = list((ROOT / "mixlinreg").rglob("*.py")) + list((ROOT / "experiments").glob("*.toml"))
+    files = list((ROOT / "mixlinreg").rglob("*.py")) + list((ROOT / "mixlinreg").rglob("*.toml"))
     yield 11, "no comment points outside the repository", \
         lambda: [str(p) for p in files if pattern.search(p.read_text())], Ok(lambda bad: not bad)
     argv = ["reproduce", "fig2a", "--preset", "smoke", "--out", str(TMP / "t_r"), "--figures",
@@ -735,6 +736,14 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case")
     ap.add_argument("--only", type=int, nargs="*", help="only these class numbers")
     args = ap.parse_args(argv)
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # started in the background by a shell (``nohup ... &``): SIGINT is ignored here and in
+        # every child, so the Ctrl-C cases could not be judged; a terminal user's Ctrl-C works
+        print("[harness] SIGINT was ignored in this process (started in the background): "
+              "restored, so that child processes answer Ctrl-C as at a terminal", flush=True)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     logging.getLogger("mixlinreg").setLevel(logging.ERROR)  # compile notices are not results
     t0 = time.perf_counter()
     gens = [cases_flags, cases_environment, cases_overflow, cases_counts, cases_choosing_k,

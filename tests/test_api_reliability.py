@@ -146,8 +146,11 @@ def test_sigint_stops_a_long_ifca_call():
     """A long call answers Ctrl-C (SIGINT) with KeyboardInterrupt within 2 s, on the direct path
     (chunks) and the certified-Gram path (a Python loop over iterations)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # the child answers Ctrl-C as at a terminal, also when this test runs in a background job
+    # (whose shell ignores SIGINT for it, and so for its children)
     proc = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         for method in ("data", "gram"):
             line = proc.stdout.readline()
