@@ -268,7 +268,9 @@ def _interrupt(argv, marker="READY", delay=0.5, group=False, env=None, after=Non
             return ("correct result", "traceback kept for developers") if ok else \
                 ("unclear", f"status {code}, no traceback with MIXLINREG_TRACEBACK=1")
         if "Traceback" in err:
-            return "crash", f"status {code}: {_last(err)[:110]}"
+            tb = err[err.index("Traceback"):].splitlines()
+            exc = next((ln for ln in tb[1:] if ln and not ln.startswith(" ")), "?")
+            return "crash", f"status {code}: a traceback ({exc[:90]}) before: {_last(err)[:80]}"
         last = _last(err)
         cmd = argv[0]
         if code == 130 and re.search(r"interrupt", last, re.I) and f"mixlinreg {cmd}" in last \

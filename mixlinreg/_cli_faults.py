@@ -138,9 +138,9 @@ def _on_sigint(state, signum=signal.SIGINT):
     def handler(signum, frame):
         state.interrupted = True
         state.signal = signal.Signals(signum).name
-        if frame is not None and "llvmlite" in frame.f_code.co_filename:
-            # inside a callback of numba's compiler the exception would be printed and ignored:
-            # raise it a moment later, back in plain Python
+        if _swallowed_in(frame):
+            # there the exception would be printed with a traceback and ignored, and the
+            # command would go on: raise it a moment later, back in plain Python
             threading.Timer(0.05, lambda: state.active and _thread.interrupt_main()).start()
             return
         raise KeyboardInterrupt
@@ -149,6 +149,20 @@ def _on_sigint(state, signum=signal.SIGINT):
         return signal.signal(signum, handler)
     except (ValueError, OSError):  # pragma: no cover - no signals here
         return None
+
+
+def _swallowed_in(frame, depth=64):
+    """Whether an exception raised in ``frame`` would be printed and ignored: in a callback of
+    numba's compiler (llvmlite), or in a finalizer at any depth (``__del__``, a ``weakref``
+    callback: the garbage collector may run one anywhere)."""
+    if frame is not None and "llvmlite" in frame.f_code.co_filename:
+        return True
+    while frame is not None and depth > 0:
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.endswith("weakref.py"):
+            return True
+        frame, depth = frame.f_back, depth - 1
+    return False
 
 
 def _ending(exc, state):

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -128,6 +129,39 @@ def test_ctrl_c_inside_numba_compiler_callback_is_raised_later(monkeypatch):
                 time.sleep(0.01)
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_inside_a_finalizer_is_raised_after_it(tmp_path):
+    """A Ctrl-C that lands in a ``__del__`` (the garbage collector runs them anywhere) would be
+    printed as a traceback and ignored, and the command would go on: it ends the command right
+    after the finalizer instead, in one line."""
+    script = tmp_path / "del.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, sys, threading, time
+        from mixlinreg import _cli_faults
+
+        class Slow:
+            def __del__(self):
+                t0 = time.time()
+                while time.time() - t0 < 1.0:
+                    pass
+
+        def body(state):
+            threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+            s = Slow()
+            del s             # the SIGINT lands inside __del__
+            time.sleep(5)     # the command must not go on to here and finish
+            print("went on", flush=True)
+            return 0
+
+        sys.exit(_cli_faults.run(["x"], body))
+    """))
+    res = subprocess.run([sys.executable, str(script)], env=_env(), capture_output=True, text=True,
+                         timeout=60, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert res.returncode == 130 and "Traceback" not in res.stderr, res.stderr
+    assert "went on" not in res.stdout, res.stdout
+    assert res.stderr.strip() == ("mixlinreg: interrupted (Ctrl-C); nothing is kept; run it again "
+                                  "with: mixlinreg x")
 
 
 @pytest.mark.parametrize("exc, code, needles", [
