@@ -408,7 +408,7 @@ def _selection(mut: Mutant, wt: Path, with_added: bool) -> list:
 
 def _pytest(args, wt, timeout):
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-           "-W", "ignore", *args]
+           "-n", "0", "-W", "ignore", *args]  # one process: -x stops at the first kill
     t0 = time.perf_counter()
     try:
         p = subprocess.run(cmd, cwd=wt, env=_env(wt), capture_output=True, text=True,

@@ -70,3 +70,11 @@ def make_mixture(rng, m, n, d, k, loss="squared", *, n_variants=None, sep=1.0, s
 def make_problem():
     """Factory fixture: ``make_problem(rng, m, n, d, k, loss, ...)``, see ``make_mixture``."""
     return make_mixture
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (the default addopts): one worker per usable core, at most 4 (numba's threads
+    and the tests' own worker processes share the cores; more workers only add memory)."""
+    from mixlinreg._env import usable_cores
+
+    return max(1, min(4, usable_cores()))
