@@ -7,43 +7,49 @@
 True
 """
 
-# before any kernel module: numba must cache the kernels in a folder this user can write
-from ._cache import setup as _setup_numba_cache
+try:
+    # before any kernel module: numba must cache the kernels in a folder this user can write
+    from ._cache import setup as _setup_numba_cache
 
-_setup_numba_cache()
-del _setup_numba_cache
+    _setup_numba_cache()
+    del _setup_numba_cache
 
-from . import baselines, metrics  # noqa: E402
-from .data import (
-    DuplicateClustersWarning,
-    Mixture,
-    Trial,
-    draw_trial,
-    init_bernoulli,
-    init_close,
-    tie_shared,
-    make_logistic_mixture,
-    make_mixture,
-    make_student_t_mixture,
-)
-from .ifca import (
-    IFCA,
-    ConvergenceWarning,
-    DataScaleWarning,
-    EmptyClusterWarning,
-    IFCAResult,
-    IFCATrace,
-    ifca,
-    use_backend,
-)
-from .metrics import (
-    adjusted_rand,
-    cluster_accuracy,
-    dist_matched,
-    dist_nearest,
-    misclassification_rate,
-    pairwise_dist,
-)
+    from . import baselines, metrics
+    from .data import (
+        DuplicateClustersWarning,
+        Mixture,
+        Trial,
+        draw_trial,
+        init_bernoulli,
+        init_close,
+        tie_shared,
+        make_logistic_mixture,
+        make_mixture,
+        make_student_t_mixture,
+    )
+    from .ifca import (
+        IFCA,
+        ConvergenceWarning,
+        DataScaleWarning,
+        EmptyClusterWarning,
+        IFCAResult,
+        IFCATrace,
+        ifca,
+        use_backend,
+    )
+    from .metrics import (
+        adjusted_rand,
+        cluster_accuracy,
+        dist_matched,
+        dist_nearest,
+        misclassification_rate,
+        pairwise_dist,
+    )
+except KeyboardInterrupt:  # Ctrl-C while the package loads (numba, the kernels: a second or two)
+    from ._cli_faults import interrupted_while_loading
+
+    interrupted_while_loading()  # in the mixlinreg command: one line, exit 130; elsewhere re-raised
+    raise
 
 __version__ = "0.1.0"
 

@@ -131,6 +131,35 @@ def test_ctrl_c_inside_numba_compiler_callback_is_raised_later(monkeypatch):
         signal.signal(signal.SIGINT, old)
 
 
+_LOADING = textwrap.dedent("""
+    import sys
+
+    class CtrlC:  # Ctrl-C landing while the package imports its kernels
+        def find_spec(self, name, path=None, target=None):
+            if name == "mixlinreg.ifca":
+                raise KeyboardInterrupt
+            return None
+
+    sys.meta_path.insert(0, CtrlC())
+    sys.argv[0] = sys.argv[1]
+    from mixlinreg.cli import main
+    sys.exit(main([]))
+""")
+
+
+@pytest.mark.parametrize("argv0, command", [("/usr/local/bin/mixlinreg", True), ("job.py", False)])
+def test_ctrl_c_while_the_package_loads(argv0, command):
+    """In the mixlinreg command, a Ctrl-C during ``import mixlinreg`` is its one line and exit
+    130; in a user's program the KeyboardInterrupt is theirs (re-raised, not an exit)."""
+    res = subprocess.run([sys.executable, "-c", _LOADING, argv0], env=_env(), capture_output=True,
+                         text=True, timeout=120)
+    if command:
+        assert res.returncode == 130, res.stderr
+        assert res.stderr.strip() == "mixlinreg: interrupted (Ctrl-C) while loading; nothing was run"
+    else:
+        assert "Traceback" in res.stderr and res.stderr.strip().endswith("KeyboardInterrupt")
+
+
 def test_ctrl_c_inside_a_finalizer_is_raised_after_it(tmp_path):
     """A Ctrl-C that lands in a ``__del__`` (the garbage collector runs them anywhere) would be
     printed as a traceback and ignored, and the command would go on: it ends the command right
