@@ -1,7 +1,20 @@
 """Sphinx configuration of the mixlinreg documentation.
 
 Build: ``pip install -e ".[docs]" && python -m sphinx -W -b html docs docs/_build/html``.
-``MIXLINREG_DOCS_FAST=1`` runs the gallery scripts in their smoke setting (the test suite does).
+``MIXLINREG_DOCS_FAST=1`` runs the gallery scripts and the lesson in their smoke setting (the test
+suite does).
+
+Pages made here when the docs are built (never edited by hand, never committed):
+
+* ``lesson.ipynb``: ``experiments/tutorial.py`` (Jupyter percent format) read by jupytext, with a
+  download note after its title, executed here at every build (:func:`_execute`: an in-process
+  IPython shell, as in a notebook, with no kernel to start or talk to) so that the page, which
+  MyST-NB renders, shows its outputs and figures. The downloads
+  (``_generated/mixlinreg_lesson.ipynb`` and ``.py``) are the lesson itself, unchanged.
+* ``_generated/verdicts.rst`` and ``notes.rst``: the summary tables of ``paper_checks.md``.
+
+Math is rendered by MathJax served from the built pages themselves (``sphinx-mathjax-offline``):
+no page loads anything from the network.
 """
 
 import os
@@ -16,7 +29,7 @@ sys.path.insert(0, str(DOCS))  # _scraper
 
 FAST = os.environ.get("MIXLINREG_DOCS_FAST", "") == "1"
 if FAST:
-    os.environ["MIXLINREG_SMOKE"] = "1"  # read by the gallery scripts
+    os.environ["MIXLINREG_SMOKE"] = "1"  # read by the gallery scripts and the lesson
 
 import mixlinreg  # noqa: E402
 
@@ -29,9 +42,14 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into _static: math renders with no network
     "numpydoc",
     "sphinx_gallery.gen_gallery",
+    "myst_nb",  # Markdown pages (myst-parser) and the executed lesson
 ]
+
+# MathJax from the built pages (sphinx-mathjax-offline copies it to _static/mathjax)
+mathjax_path = "mathjax/tex-chtml.js"
 
 autosummary_generate = True
 autodoc_default_options = {"members": False}
@@ -39,11 +57,13 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_validation_checks = set()
 
+# -- the gallery: sections are the sub-folders of experiments/gallery (each with a README.txt);
+# every API page lists the examples that use it (backreferences + the autosummary templates)
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "experiments" / "gallery"),
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
-    "ignore_pattern": r"__init__\.py|^_common\.py",
+    "ignore_pattern": r"__init__\.py",
     "download_all_examples": False,
     "within_subsection_order": "FileNameSortKey",
     "remove_config_comments": True,
@@ -53,15 +73,109 @@ sphinx_gallery_conf = {
     "write_computation_times": False,
     # always execute: never show output of an older version of a script (or of the fast setting)
     "run_stale_examples": True,
+    "doc_module": ("mixlinreg",),
+    "backreferences_dir": "gen_modules/backreferences",
+    "inspect_global_variables": False,
 }
 
-templates_path = []
-exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+# -- MyST (Markdown pages) and MyST-NB (the lesson, executed at every build)
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 4  # paper_checks.md links to its own headings (#l1, #t1, ...)
+# executed by _execute below, not by a kernel: nbclient's kernel round trips were seen to stall
+# for good (both sides idle) in about one build in three on this project's machines
+nb_execution_mode = "off"
+nb_merge_streams = True
+nb_ipywidgets_js = {}  # never load widget JavaScript from the network
+
+templates_path = ["_templates"]
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "_screenshots",
+                    # sphinx-gallery's downloadable notebooks are downloads, not pages
+                    "auto_examples/*.ipynb", "auto_examples/**/*.ipynb"]
 html_theme = "alabaster"
 html_theme_options = {"description": "IFCA on mixtures of linear regressions", "page_width": "1100px"}
 html_static_path = []
-html_extra_path = [str(ROOT / "paper_checks.md")]
 html_title = "mixlinreg"
+
+LESSON = ROOT / "experiments" / "tutorial.py"
+GENERATED = DOCS / "_generated"
+
+
+def _write_if_changed(path, text):
+    """Write ``text`` to ``path`` unless it already holds it (keeps Sphinx's caches valid)."""
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _lesson_page():
+    """``lesson.ipynb`` (the page) and the two downloads from ``experiments/tutorial.py``."""
+    import jupytext
+    import nbformat
+
+    GENERATED.mkdir(exist_ok=True)
+    nb = jupytext.read(LESSON)
+    # the downloads: the lesson itself, as a notebook and as the script
+    _write_if_changed(GENERATED / "mixlinreg_lesson.ipynb", nbformat.writes(nb) + "\n")
+    _write_if_changed(GENERATED / "mixlinreg_lesson.py", LESSON.read_text(encoding="utf-8"))
+    note = ("```{note}\nThis page is `experiments/tutorial.py`, executed when these pages were built"
+            + (" in its small setting (`MIXLINREG_SMOKE=1`)" if FAST else "") + ". Download it "
+            "{download}`as a notebook <_generated/mixlinreg_lesson.ipynb>` or "
+            "{download}`as a script <_generated/mixlinreg_lesson.py>`: both run on their own after "
+            "`pip install mixlinreg` (a notebook needs `jupyter` too); `MIXLINREG_SMOKE=1` runs the "
+            "small setting.\n```")
+    first = nb.cells[0] if nb.cells else None
+    if first is not None and first.cell_type == "markdown" and first.source.startswith("# "):
+        title, _, rest = first.source.partition("\n")
+        first.source = f"{title}\n\n{note}\n{rest}"
+    else:
+        nb.cells.insert(0, nbformat.v4.new_markdown_cell("# The lesson\n\n" + note))
+    _execute(nb, cwd=DOCS)
+    _write_if_changed(DOCS / "lesson.ipynb", nbformat.writes(nb) + "\n")
+
+
+def _execute(nb, cwd):
+    """Run the code cells of ``nb`` in order in an IPython shell of this process, as a notebook
+    would (``display`` shows figures inline), and store each cell's printed text and displays as
+    its outputs. A cell that raises stops the build with the cell and the error."""
+    import ipykernel  # noqa: F401  (the lesson shows figures where ipykernel is loaded)
+    import matplotlib
+    import nbformat
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    from traitlets.config import Config
+
+    class Shell(InteractiveShell):
+        def enable_gui(self, gui=None):  # inline figures need no event loop
+            pass
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = Shell.instance(config=config, user_ns={"__name__": "__main__"})  # get_ipython()
+    backend = matplotlib.get_backend()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        shell.enable_matplotlib("inline")
+        for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+            with capture_output() as cap:
+                res = shell.run_cell(cell.source, silent=False, store_history=False)
+            if not res.success:
+                raise RuntimeError(f"the lesson's code cell {n + 1} failed: "
+                                   f"{res.error_in_exec or res.error_before_exec!r}\n{cell.source}"
+                                   f"\n{cap.stdout[-2000:]}")
+            cell.outputs = [nbformat.v4.new_output("stream", name=name, text=text)
+                            for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr))
+                            if text]
+            cell.outputs += [nbformat.v4.new_output("display_data", data=o.data,
+                                                    metadata=o.metadata) for o in cap.outputs]
+            cell.execution_count = n + 1
+    finally:
+        os.chdir(here)
+        shell.cleanup()
+        Shell.clear_instance()
+        matplotlib.use(backend)
+
+
+_lesson_page()
 
 
 def _report_tables():
@@ -87,7 +201,7 @@ def _cell(text):
     """A paper_checks.md cell as reStructuredText: its links into the report, its bold."""
     m = re.fullmatch(r"\[(\w+)\]\(#(\w+)\)", text)
     if m:
-        return f"`{m.group(1)} <paper_checks.md#{m.group(2)}>`__"
+        return f"`{m.group(1)} <paper_checks.html#{m.group(2)}>`__"
     return text.replace("\\|", "|") or " "
 
 
@@ -97,7 +211,7 @@ def _verdict_tables():
     tables = _report_tables()
     if not any(head[1] == "claim" for _, head, _ in tables):
         raise RuntimeError("paper_checks.md has no verdict table")
-    gen = DOCS / "_generated"
+    gen = GENERATED
     gen.mkdir(exist_ok=True)
     for name, kind in (("verdicts", "claim"), ("notes", "note")):
         out = []
@@ -111,9 +225,7 @@ def _verdict_tables():
                 out += [f"   * - {_cell(cells[0])}"] + [f"     - {_cell(c)}" for c in cells[1:]]
             out.append("")
         new = "\n".join(out or ["(none in this report)"]) + "\n"
-        target = gen / f"{name}.rst"
-        if not target.is_file() or target.read_text(encoding="utf-8") != new:
-            target.write_text(new, encoding="utf-8")
+        _write_if_changed(gen / f"{name}.rst", new)
 
 
 _verdict_tables()

@@ -408,8 +408,7 @@ class IFCA(BaseEstimator):
     init : {"bernoulli", "gaussian"} or array (k, d) or (n_init, k, d)
         ``"bernoulli"``: independent coordinate-wise Bernoulli(0.5) entries (the paper's Section 6.1);
         ``"gaussian"``: standard normal entries; an array is used as given.
-    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype,
-    n_threads
+    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype, n_threads
         As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
     rng : None, int, SeedSequence or Generator
         Source of the random initializations.
@@ -486,7 +485,9 @@ class IFCA(BaseEstimator):
                     n_threads=self.n_threads)
 
     def fit(self, X, y):
-        """Fit on machines' data ``X`` (m, n, d) and ``y`` (m, n). Returns self."""
+        """Fit: every start at every step size in ``lr`` in one :func:`ifca` call; keep the lowest loss.
+
+        ``X`` (m, n, d), ``y`` (m, n): the machines' data; the kept run: ``coef_``, ``labels_``. Returns self."""
         if self.loss == "multinomial":
             raise ValueError("loss='multinomial' is not supported by the IFCA estimator (its models "
                              "are vectors); call mixlinreg.ifca with init of shape (R, k, d, C)")
