@@ -39,26 +39,18 @@ ROOT = Path(__file__).resolve().parents[1]
 CLASSES = {103: "faults mid-run end in one line (CLI)", 106: "the CLI never silently does something else",
            107: "a TOML file that does not parse is named"}
 
-TINY = """kind = "figure2"
-name = "tiny"
-layout = "R-sigma"
-[grid]
-m = [8]
-n = [10]
-d = [6]
-k = [2]
-R = [0.5, 1.0]
-sigma = [0.1]
-[protocol]
-steps = [0.1]
-n_iter = 15
-n_init = 2
-trials = {trials}
-seed = 1
-success_plus = 0.001
-[presets.smoke.protocol]
-trials = 2
-"""
+class _Tiny:
+    """The harness's tiny config (``mixlinreg.harness._tiny``) with a smoke preset:
+    ``TINY.format(trials=N)`` as the cases use it."""
+
+    @staticmethod
+    def format(trials):
+        from mixlinreg.harness._tiny import tiny_text
+
+        return tiny_text(trials=trials) + "[presets.smoke.protocol]\ntrials = 2\n"
+
+
+TINY = _Tiny()
 
 
 # ------------------------------------------------------------------------------------ helpers

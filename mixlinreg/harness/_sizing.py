@@ -73,16 +73,23 @@ def unit_terms(exp, m, n, d, k, method="auto", kernel="numba") -> dict:
     return terms
 
 
-def largest_unit(exp, method="auto", kernel="numba"):
-    """``(bytes, what, hint)`` of the largest unit of ``exp``: its estimated memory, its setting
-    (``"m = 100000, n = 100, d = 1000, k = 2, float32; 20 cells x 30 runs each"``) and what to
-    lower (for the part that holds most)."""
+def _largest_group(exp):
+    """``(m, n, d, k, setting in words)`` of the largest unit of ``exp`` (memory grows with each
+    of m, n, d and k, so it is the unit of the largest values)."""
     m, n, d, k = (max(int(v) for v in exp.grid[a]) for a in ("m", "n", "d", "k"))
-    terms = unit_terms(exp, m, n, d, k, method, kernel)
     p = exp.protocol
     C = math.prod(len(exp.grid[a]) for a in ("R", "sigma", "alpha0") if a in exp.grid)
     what = (f"m = {m}, n = {n}, d = {d}, k = {k}, {p['dtype']}; {C} cells x "
             f"{int(p['n_init']) * len(p['steps'])} runs each")
+    return m, n, d, k, what
+
+
+def largest_unit(exp, method="auto", kernel="numba"):
+    """``(bytes, what, hint)`` of the largest unit of ``exp``: its estimated memory, its setting
+    (``"m = 100000, n = 100, d = 1000, k = 2, float32; 20 cells x 30 runs each"``) and what to
+    lower (for the part that holds most)."""
+    m, n, d, k, what = _largest_group(exp)
+    terms = unit_terms(exp, m, n, d, k, method, kernel)
     return sum(terms.values()), what, _HINTS[max(terms, key=terms.get)]
 
 
@@ -118,12 +125,9 @@ def largest_device_unit(exp):
     room = _memory.jax_device_room()
     if room is None:
         return None
-    m, n, d, k = (max(int(v) for v in exp.grid[a]) for a in ("m", "n", "d", "k"))
+    m, n, d, k, what = _largest_group(exp)
     terms = device_terms(exp, m, n, d, k)
-    p = exp.protocol
-    C = math.prod(len(exp.grid[a]) for a in ("R", "sigma", "alpha0") if a in exp.grid)
-    what = (f"m = {m}, n = {n}, d = {d}, k = {k}, {p['dtype']}; {C} cells x "
-            f"{int(p['n_init']) * len(p['steps'])} runs each, all in one device call")
+    what += ", all in one device call"
     hint = ("lower m or d" if max(terms, key=terms.get) == "data" else
             "use fewer cells, initializations (n_init) or step sizes, or lower m or n")
     need = _DEVICE_MARGIN * (terms["data"] + max(terms["forward"], terms["backward"]))
