@@ -322,18 +322,29 @@ if __name__ == "__main__":
 """
 
 
+def _widen_affinity(cores):
+    try:
+        os.sched_setaffinity(0, cores)
+    except OSError:  # a cpuset that forbids some: the child keeps what it inherited
+        pass
+
+
 def test_runner_runs_the_first_unit_here_on_a_cold_cache(tmp_path):
     """The runner with 2 loky workers and an empty NUMBA_CACHE_DIR (a cold cache, nothing
     compiled): exactly one unit runs in this process, and one line says why."""
-    from mixlinreg._env import usable_cores
+    from mixlinreg._env import cpu_limits
 
-    if usable_cores() < 2:
-        pytest.skip("one usable core: the runner starts no workers")
+    # the machine's cores, not what this (possibly long-lived test worker) process was narrowed to
+    cores = sorted(os.sched_getaffinity(0) | set(range(os.cpu_count() or 1)))
+    if len(cores) < 2 or (cpu_limits()["cgroup"] or 2) < 2:
+        pytest.skip(f"one usable core: the runner starts no workers ({cpu_limits()})")
     (tmp_path / "pidprobe.py").write_text(textwrap.dedent(PIDS))
     env = _env(NUMBA_CACHE_DIR=str(tmp_path / "cold"), HOME=str(tmp_path),
                PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
+    env.pop("OMP_NUM_THREADS", None)
     p = subprocess.run([sys.executable, str(tmp_path / "pidprobe.py")], env=env, cwd=tmp_path,
-                       capture_output=True, text=True, timeout=240)
+                       capture_output=True, text=True, timeout=240,
+                       preexec_fn=lambda: _widen_affinity(cores))
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
     assert out["jobs"] == 2 and out["cold"] and out["cold"].startswith(str(tmp_path / "cold"))
