@@ -1,7 +1,7 @@
 """Copy the verdict tables of ``paper_checks.md`` into the README (one block per paper).
 
 The README's block starts after the line that begins with ``Verdicts of the committed runs`` and
-ends before the line that begins with ``What the measurements say``; it is replaced by, for every
+ends before the line that begins with ``What each study measures``; it is replaced by, for every
 ``## PAPER`` section of the report in order, ``**PAPER**`` and that section's tables with their
 links pointed at ``paper_checks.md``. ``tests/test_paper_checks.py::test_readme_tables_are_the_reports``
 checks the result. Run from the repository root after regenerating the report::
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 START = "Verdicts of the committed runs"
-END = "What the measurements say"
+END = "What each study measures"
 
 
 def sections(report: str):

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Run the paper preset of Figure 2's panels (default: c, d, b) in the background-friendly way the
-# README describes: each panel's store under figures/stores resumes where the last sitting stopped
+# Run the paper preset of Figure 2's panels (default: c, d, b) in the background-friendly way
+# docs/figure2.md describes: each panel's store under figures/stores resumes where the last sitting stopped
 # (finished units are never redone), figures and summaries go to figures/, and the summed resident
 # memory of the run (the command and its worker processes) is sampled every 10 s.
 #

@@ -27,8 +27,8 @@ What differs from the numba kernel is how the work is organised, never what is c
 dropped from the packed set (a simpler program, which pays for the frozen runs' share of the work),
 and sums are added in another order by another matrix library. In float64 the results agree to
 rounding (1e-10 relative in the tests). In float32 they differ by rounding at every iteration,
-and a run that amplifies rounding (at the paper's unstable step sizes) can end elsewhere: see the
-README's "On a GPU: the JAX backend" for what that changes in the paper's units.
+and a run that amplifies rounding (at the paper's unstable step sizes) can end elsewhere: see
+docs/gpu.md (On a GPU: the JAX backend) for what that changes in the paper's units.
 """
 
 from __future__ import annotations

@@ -474,7 +474,7 @@ def _parser_check(sub):
     t.add_argument("--list", action="store_true",
                    help="only list the studies: ID, paper, title")
     t.add_argument("--preset", default="quick", choices=PRESETS + ("full",),
-                   help="smoke (seconds), quick (minutes; the README gives measured times) or "
+                   help="smoke (seconds), quick (minutes; docs/theory_checks.md gives measured times) or "
                         "paper (hours; 'full' is its former name) [quick]")
     _add_out_store(t, "results/checks", "folder for tables, figures and JSON records (and the store, "
                    "unless --store) [results/checks]",

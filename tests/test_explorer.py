@@ -296,8 +296,8 @@ def test_sliders_without_ipywidgets_name_the_extra(monkeypatch):
         teach.sliders()
 
 
-def test_readme_numbers_are_the_committed_explorers():
-    """The README's sentence about the explorer quotes its record (figures/teach/explorer.json)."""
+def test_teaching_page_numbers_are_the_committed_explorers():
+    """The teaching page's sentence about the explorer quotes its record (figures/teach/explorer.json)."""
     import re
 
     TEACH = ROOT / "figures" / "teach"
@@ -305,7 +305,7 @@ def test_readme_numbers_are_the_committed_explorers():
     total, hard, soft, size = re.fullmatch(
         r"explorer: (\d+) runs \((\d+) hard IFCA, (\d+) soft IFCA\), ([\d.]+) MB",
         rec["summary"]).groups()
-    readme = " ".join((ROOT / "README.md").read_text().split())
+    readme = " ".join((ROOT / "docs" / "teaching.md").read_text().split())
     assert f"({size} MB, no server, no network)" in readme
     assert f"It holds {total} runs of the kernel" in readme
     assert f"alpha0 ({hard}), soft IFCA" in readme and f"at step 0.5 ({soft})" in readme

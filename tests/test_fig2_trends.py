@@ -5,7 +5,7 @@ Success must be non-decreasing in R (panels a, b) and in m and n (panels c, d) *
 points do not overlap. These checks can fail: the summaries come from real runs
 (``mixlinreg reproduce all --preset quick``), and the test reads whatever was committed.
 Nothing is asserted about sigma: the paper claims nothing there (its threshold 0.6 sigma grows with
-sigma), see the README for what was measured.
+sigma), see docs/figure2.md for what was measured.
 """
 
 from pathlib import Path

@@ -251,7 +251,7 @@ class Context:
     study_id : str
     preset : {"smoke", "quick", "paper"}
         ``smoke`` is for the test suite (seconds), ``quick`` for ``mixlinreg check --preset quick``
-        (minutes per paper on two cores; the README gives the measured times), ``paper`` as large
+        (minutes per paper on two cores; ``docs/theory_checks.md`` gives the measured times), ``paper`` as large
         as the verdicts need (``"full"``, its former name, is read as
         ``"paper"``).
     out : path
