@@ -27,8 +27,8 @@ try:
         make_mixture,
         make_student_t_mixture,
     )
+    from .estimator import IFCA
     from .ifca import (
-        IFCA,
         ConvergenceWarning,
         DataScaleWarning,
         EmptyClusterWarning,

@@ -66,7 +66,7 @@ import pandas as pd
 from . import baselines
 from ._validation import check_choice, check_int
 from .data import Trial, draw_trial, init_bernoulli, make_mixture
-from .ifca import IFCA
+from .estimator import IFCA
 from .config import PRESETS
 from .metrics import adjusted_rand, dist_matched
 

@@ -1,0 +1,553 @@
+"""The scikit-learn style estimator :class:`IFCA`.
+
+Restarts of the batched :func:`mixlinreg.ifca` in one call, the kept run, predictions for
+machines and the BIC / AIC for choosing k.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
+                          check_int, data_parameter_scale, step_scale_note)
+from .ifca import ConvergenceWarning, DataScaleWarning, EmptyClusterWarning, ifca, kept_run
+
+__all__ = ["IFCA"]
+
+
+class IFCA(BaseEstimator):
+    """IFCA as a scikit-learn style estimator, with restarts.
+
+    ``fit`` runs ``n_init`` initializations for every step size in ``lr`` (all in one batched
+    :func:`ifca` call) and keeps the run with the lowest final training loss among those that did
+    not diverge: the choice a practitioner without ground truth would make.
+
+    Parameters
+    ----------
+    n_clusters : int, default 2
+        Number of cluster models k.
+    lr : float or sequence of float, default 0.1
+        Step size, or several step sizes to sweep (each is tried with every initialization).
+    n_init : int, default 10
+        Initializations per step size.
+    n_iter : int, default 300
+    init : {"bernoulli", "gaussian"} or array (k, d) or (n_init, k, d)
+        ``"bernoulli"``: independent coordinate-wise Bernoulli(0.5) entries (the paper's Section 6.1);
+        ``"gaussian"``: standard normal entries; an array is used as given.
+    loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype, n_threads
+        As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
+    rng : None, int, SeedSequence or Generator
+        Source of the random initializations.
+    shared : None, bool array (d,) or sequence of ints, default None
+        Weight sharing (see :func:`ifca`): coordinates all k models share, trained on every
+        machine. The random initializations are tied there (:func:`mixlinreg.tie_shared`: the mean
+        of the k models); an ``init`` array must already be tied. :meth:`bic` counts the shared
+        coordinates once.
+
+    Attributes
+    ----------
+    coef_ : ndarray (k, d)
+        Models of the kept run.
+    labels_ : ndarray (m,)
+        Cluster of every training machine under ``coef_``.
+    loss_ : float
+        Final training loss of the kept run.
+    loss_history_ : ndarray (n_iter + 1,)
+        Training loss of the kept run at every iteration.
+    n_iter_ : int
+        Iterations the kept run performed.
+    lr_ : float
+        Step size of the kept run.
+    result_ : IFCAResult
+        All runs, for inspection (``result_.loss``, ``result_.diverged``, ...).
+
+    Examples
+    --------
+    >>> import mixlinreg as mlr
+    >>> mix = mlr.make_mixture(m=40, n=100, d=10, k=2, R=1.0, sigma=0.1, rng=0)
+    >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=5, n_iter=200, rng=1).fit(mix.X, mix.y)
+    >>> est.coef_.shape
+    (2, 10)
+    >>> mlr.metrics.adjusted_rand(mix.labels, est.labels_)
+    1.0
+    >>> est.predict(mix.X[:3], mix.y[:3]).tolist() == est.labels_[:3].tolist()
+    True
+
+    References
+    ----------
+    Ghosh et al., "An Efficient Framework for Clustered Federated Learning", Algorithm 2 and
+    Section 6.1 (random initialization with restarts).
+
+    Choosing k: the training loss always falls as ``n_clusters`` grows, so it cannot choose k;
+    fit each candidate k and keep the one with the lowest :meth:`bic` (see there for the criterion
+    and where it fails).
+    """
+
+    def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
+                 loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
+                 early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
+                 rng=None, diverge_threshold="auto", shared=None):
+        self.n_clusters = n_clusters
+        self.lr = lr
+        self.n_init = n_init
+        self.n_iter = n_iter
+        self.init = init
+        self.loss = loss
+        self.l2 = l2
+        self.huber_delta = huber_delta
+        self.averaging = averaging
+        self.local_steps = local_steps
+        self.early_stop = early_stop
+        self.tol = tol
+        self.method = method
+        self.dtype = dtype
+        self.n_threads = n_threads
+        self.rng = rng
+        self.diverge_threshold = diverge_threshold
+        self.shared = shared
+
+    def _kernel_kwargs(self):
+        return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
+                    n_threads=self.n_threads)
+
+    def fit(self, X, y):
+        """Fit: every start at every step size in ``lr`` in one :func:`ifca` call; keep the lowest loss.
+
+        The starts are ``n_init`` random initializations for a string ``init`` (tied on the
+        ``shared`` coordinates when ``shared`` is given), or the k models (or n_init sets of k
+        models) of an ``init`` array (then ``n_init`` is checked but not used). Every start is run
+        with every step size in ``lr``, all as the runs of one :func:`ifca` call with
+        ``trace=True``: run ``r`` starts from start ``r // len(lr)`` with step size
+        ``lr[r % len(lr)]``. The kept run is the one with the lowest
+        final training loss among the runs that did not diverge and whose loss is finite (ties:
+        the lowest run index); when no run qualifies, run 0
+        is kept and a :class:`~mixlinreg.ConvergenceWarning` says so.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n, d)
+            Features of the m training machines, n rows each; cast to ``dtype``, finite.
+        y : array-like of shape (m, n)
+            Responses of the machines (for ``loss="logistic"``: values in [0, 1]); finite. The
+            3-d ``y`` (C, m, n) that :func:`ifca` takes with ``y_index`` is refused here.
+
+        Returns
+        -------
+        IFCA
+            The fitted estimator (``self``): ``coef_``, ``labels_``, ``loss_``, ``loss_history_``,
+            ``n_iter_`` and ``lr_`` describe the kept run, ``result_`` holds all runs, and
+            ``n_features_in_`` is d.
+
+        Raises
+        ------
+        ValueError
+            For ``loss="multinomial"`` (the estimator's models are vectors: call :func:`ifca` with
+            ``init`` of shape (R, k, d, C)); ``n_clusters`` or ``n_init`` below 1; an empty or
+            nested ``lr``, or a step size that is not finite and > 0; a string ``init`` other than
+            ``"bernoulli"`` or ``"gaussian"``, or an ``init`` array not of shape (k, d) or
+            (n_init, k, d); a ``dtype`` other than float32 or float64; ``X`` not 3-d, ``y`` not
+            of shape (m, n), or NaN or inf in either. The other options (``loss``,
+            ``averaging``, ``method``, ``tol``, ``shared``, ...) are checked by :func:`ifca` (and
+            ``shared`` with a string ``init`` by :func:`mixlinreg.tie_shared`), which raise
+            ValueError or TypeError for a bad value.
+        TypeError
+            For a non-integer ``n_clusters`` or ``n_init``, a non-bool ``early_stop``, a
+            non-number step size, a ``dtype`` that is not a dtype, non-numeric ``X`` or ``y``, or
+            an ``rng`` that is not None, an int, a SeedSequence or a Generator.
+        OverflowError
+            When entries of ``X`` or ``y`` overflow ``dtype``, or a run's loss at its starting
+            models overflows it (:func:`ifca`; a run that diverges later is a result instead).
+
+        Warns
+        -----
+        DataScaleWarning
+            With a string ``init``, when the data's parameter scale
+            ``rms(y) / (rms(X) sqrt(d))`` is below 0.01: the random initial models (entries of
+            size about 1) start far from any model that fits the data.
+        ConvergenceWarning
+            When every run diverged or ended with a loss that is not finite (run 0 is kept; the
+            message suggests a smaller ``lr`` and gives the features' scale), or
+            when ``early_stop=True`` and the kept run did not meet ``tol`` within ``n_iter``
+            iterations.
+        EmptyClusterWarning
+            When some of the ``n_clusters`` models of the kept run have no training machine (and
+            some run did not diverge). A subclass of :class:`~mixlinreg.ConvergenceWarning`, so
+            a filter on that warning covers it too.
+
+        See Also
+        --------
+        mixlinreg.ifca : The batched function that runs all the restarts.
+        mixlinreg.IFCA.bic : Choosing ``n_clusters``.
+
+        Notes
+        -----
+        The kept run is chosen by the training loss alone, the choice a practitioner without
+        ground truth can make. Because ``fit`` asks :func:`ifca` for a trace (``loss_history_``),
+        ``method="auto"`` never picks the certified-Gram path here.
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> est.result_.loss.shape  # 4 starts x 2 step sizes
+        (8,)
+        >>> est.coef_.shape, est.labels_.shape, est.loss_history_.shape
+        ((2, 5), (20,), (301,))
+        >>> mlr.adjusted_rand(mix.labels, est.labels_)
+        1.0
+        """
+        if self.loss == "multinomial":
+            raise ValueError("loss='multinomial' is not supported by the IFCA estimator (its models "
+                             "are vectors); call mixlinreg.ifca with init of shape (R, k, d, C)")
+        k = check_int("n_clusters", self.n_clusters, low=1)
+        check_bool("early_stop", self.early_stop)
+        n_init = check_int("n_init", self.n_init, low=1)
+        dt = check_dtype("dtype", self.dtype)
+        X = check_array("X", X, ndim=3, dtype=dt)
+        d = X.shape[2]
+        lrs = np.atleast_1d(np.asarray(self.lr, dtype=object))
+        if lrs.ndim != 1 or lrs.size == 0:
+            raise ValueError(f"lr must be a positive number or a non-empty sequence of them, got {self.lr!r}")
+        lrs = np.array([check_float("lr", v, low=0, low_open=True) for v in lrs])
+        gen = as_generator(self.rng)
+        if isinstance(self.init, str):
+            check_choice("init", self.init, {"bernoulli", "gaussian"})
+            if self.init == "bernoulli":
+                from .data import init_bernoulli
+
+                theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
+            else:
+                theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
+            scale = data_parameter_scale(X, check_array("y", y, ndim=(2, 3), dtype=dt))
+            if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
+                warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
+                              f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "
+                              "standardize y, or pass init scaled to the data", DataScaleWarning,
+                              stacklevel=2)
+        else:
+            theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
+            theta0 = theta0[None] if theta0.ndim == 2 else theta0
+            if theta0.shape[1:] != (k, d):
+                raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}), "
+                                 f"got {theta0.shape}")
+        if self.shared is not None and isinstance(self.init, str):
+            from .inits import tie_shared
+
+            theta0 = tie_shared(theta0, self.shared).astype(dt)
+        n_starts = theta0.shape[0]
+        # run r uses initialization r // len(lrs) and step size lrs[r % len(lrs)]
+        runs0 = np.repeat(theta0, lrs.size, axis=0)
+        lr_runs = np.tile(lrs, n_starts)
+        res = ifca(X, y, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
+                   local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
+                   method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
+                   shared=self.shared, **self._kernel_kwargs())
+        best = kept_run(res, lambda: f"diverge_threshold={self.diverge_threshold!r}; try a smaller "
+                                     f"lr (got {lrs.tolist()}): {step_scale_note(X)}")
+        kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
+        if self.early_stop and kept_ok and not res.converged[best]:
+            warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
+                          "iterations; increase n_iter", ConvergenceWarning, stacklevel=2)
+        self.coef_ = res.theta[best].copy()
+        self.labels_ = res.labels[best].copy()
+        self.loss_ = float(res.loss[best])
+        self.loss_history_ = res.trace.loss[:, best].copy()
+        self.n_iter_ = int(res.n_iter[best])
+        self.lr_ = float(lr_runs[best])
+        self.result_ = res
+        self.n_features_in_ = d
+        empty = np.setdiff1d(np.arange(k), self.labels_)
+        if kept_ok and empty.size:
+            warnings.warn(f"{empty.size} of n_clusters={k} fitted models have no machine (models "
+                          f"{empty.tolist()} are empty): the data may hold fewer clusters, or the "
+                          "restarts missed them; compare candidate n_clusters with bic(X, y)",
+                          EmptyClusterWarning, stacklevel=2)
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("this IFCA instance is not fitted yet; call fit(X, y) first")
+
+    def _evaluate(self, X, y):
+        self._check_fitted()
+        X = np.asarray(X)
+        y = np.asarray(y)
+        if X.ndim == 2 and y.ndim == 1:  # a single machine
+            X, y = X[None], y[None]
+        if X.ndim != 3 or X.shape[-1] != self.n_features_in_:
+            raise ValueError(f"X must have shape (m, n, {self.n_features_in_}) (or (n, "
+                             f"{self.n_features_in_}) for one machine with a 1-d y): the model was "
+                             f"fitted with d = {self.n_features_in_} features, got shape {X.shape}")
+        return ifca(X, y, self.coef_, 1.0, n_iter=0, **self._kernel_kwargs())
+
+    def predict(self, X, y):
+        """Cluster of each machine: ``argmin_j F_i(coef_j)`` on its data ``X`` (m, n, d), ``y`` (m, n).
+
+        IFCA assigns a machine by the loss of each model on its labelled data, so ``y`` is needed.
+        ``F_i(theta) = (1/n) sum_t ell(<x_t, theta>, y_t) + (l2 / 2) ||theta||^2`` is the loss the
+        estimator was fitted with (``loss``, ``l2``, ``huber_delta``), on all n rows of machine i,
+        with the data cast to ``dtype``; ties go to the lowest index and a NaN loss never wins
+        over a finite one. The machines need not be the training machines, and n may differ from
+        training.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n, d) or (n, d)
+            Features of the machines to assign, d = ``n_features_in_``; a 2-d ``X`` with a 1-d
+            ``y`` is one machine.
+        y : array-like of shape (m, n) or (n,)
+            Their responses.
+
+        Returns
+        -------
+        ndarray of shape (m,) and dtype int64
+            Index into ``coef_`` of each machine's model; shape (1,) for a single machine.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            When ``X`` does not have d = ``n_features_in_`` features or is not 3-d (2-d only
+            with a 1-d ``y``), ``y`` does not have shape (m, n) to match ``X``, or either holds
+            NaN or inf.
+
+        See Also
+        --------
+        score : The mean over machines of the loss these assignments attain.
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> est = mlr.IFCA(n_clusters=2, n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> bool((est.predict(mix.X, mix.y) == est.labels_).all())
+        True
+        >>> est.predict(mix.X[0], mix.y[0]).shape  # one machine: X (n, d), y (n,)
+        (1,)
+        """
+        return self._evaluate(X, y).labels[0]
+
+    def score(self, X, y):
+        """Return minus the mean lowest loss ``(1/m) sum_i min_j F_i(coef_j)`` (higher is better).
+
+        The mean over the m machines of each machine's lowest loss ``F_i`` among the k fitted
+        models (the loss of the assignment :meth:`predict` makes; ``F_i`` as there, the penalty
+        ``(l2 / 2) ||theta||^2`` included), negated so that higher is better as scikit-learn's
+        model selection expects. On the training data it is ``-loss_`` up to rounding. It is not
+        the coefficient of determination that scikit-learn's regressors score, and it cannot
+        choose ``n_clusters`` (like the training loss, it tends to improve as k grows): use
+        :meth:`bic` for that.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n, d) or (n, d)
+            Features of the machines, d = ``n_features_in_``; a 2-d ``X`` with a 1-d ``y`` is
+            one machine.
+        y : array-like of shape (m, n) or (n,)
+            Their responses.
+
+        Returns
+        -------
+        float
+            ``-(1/m) sum_i min_j F_i(coef_j)``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For ``X`` or ``y`` of the wrong shape or with NaN or inf, as in :meth:`predict`.
+
+        See Also
+        --------
+        predict : The assignments whose loss this averages.
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> est = mlr.IFCA(n_clusters=2, n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> bool(abs(est.score(mix.X, mix.y) + est.loss_) <= 1e-12)
+        True
+        """
+        return -float(self._evaluate(X, y).loss[0])
+
+    # ------------------------------------------------------------------ choosing k
+    def _log_likelihood(self, X, y):
+        """Mixture log-likelihood of machines' data at ``coef_`` (see :meth:`bic`); returns (ll, m)."""
+        self._check_fitted()
+        if self.loss != "squared":
+            raise ValueError(f"bic/aic are defined for loss='squared' (Gaussian noise), got "
+                             f"loss={self.loss!r}")
+        X = check_array("X", X, ndim=3, dtype=np.float64)
+        y = check_array("y", y, ndim=2, dtype=np.float64)
+        m, n, d = X.shape
+        if d != self.n_features_in_ or y.shape != (m, n):
+            raise ValueError(f"X, y must have shapes (m, n, {self.n_features_in_}) and (m, n), got "
+                             f"{X.shape} and {y.shape}")
+        theta = np.asarray(self.coef_, dtype=np.float64)
+        k = theta.shape[0]
+        # rss[i, j] = ||y_i - X_i theta_j||^2
+        rss = np.square(y[:, :, None] - np.einsum("mnd,kd->mnk", X, theta)).sum(axis=1)
+        a = np.argmin(rss, axis=1)
+        total = float(rss[np.arange(m), a].sum())
+        # noise variance: the hard-assignment MLE, floored at float64 resolution of y's scale so
+        # that noiseless data (sigma = 0) give a large finite likelihood instead of +inf
+        var = max(total / (m * n), np.finfo(np.float64).eps * max(float(np.mean(y * y)), 1e-300))
+        weights = np.bincount(a, minlength=k) / m
+        with np.errstate(divide="ignore"):
+            logw = np.log(weights)
+        comp = logw[None, :] - 0.5 * n * np.log(2 * np.pi * var) - rss / (2 * var)
+        from scipy.special import logsumexp
+
+        return float(logsumexp(comp, axis=1).sum()), m
+
+    def _n_parameters(self):
+        k, d = self.coef_.shape
+        s = 0
+        if self.shared is not None:
+            from ._problem import check_shared
+
+            s = int(check_shared(self.shared, d)[0].sum())
+        return k * (d - s) + s + (k - 1) + 1
+
+    def bic(self, X, y):
+        r"""Bayesian information criterion of the fitted mixture on ``X`` (m, n, d), ``y`` (m, n).
+
+        Lower is better: fit ``IFCA`` for each candidate ``n_clusters`` and keep the k with the
+        smallest BIC (training loss cannot choose k: it always falls as k grows).
+
+        The model is the mixture of linear regressions IFCA assumes, with machines as the
+        independent observations: machine i draws a cluster j with probability ``pi_j`` and then
+        ``y_i = X_i theta_j + eps_i``, ``eps_i ~ N(0, sigma^2 I_n)``. Its log-likelihood is
+
+        .. math::
+
+            \log L = \sum_{i=1}^m \log \sum_{j=1}^k \pi_j \,(2 \pi \sigma^2)^{-n/2}
+                      \exp\!\big(-\|y_i - X_i \theta_j\|^2 / (2 \sigma^2)\big)
+
+        evaluated at the fitted models ``theta_j = coef_[j]``, ``pi_j`` = the fraction of machines
+        IFCA assigned to model j and ``sigma^2`` = the mean squared residual of every row under its
+        machine's assigned model (floored at float64 resolution of ``mean(y^2)`` for noiseless
+        data). Then ``BIC = -2 log L + p log m`` (Schwarz 1978) with ``p = k d + (k - 1) + 1``
+        free parameters: the k models, the k - 1 free mixing weights and the noise variance
+        (with ``shared`` coordinates, ``p = k (d - s) + s + (k - 1) + 1``: the s shared ones
+        once). The machine assignments are not counted as parameters: they are latent variables summed out of
+        the mixture likelihood above (this is the mixture BIC used for mixtures of regressions, see
+        Hurn, Justel & Robert 2003; Khalili & Chen 2007 study order selection for them), not the
+        classification likelihood. Empty models (no machine) still count in ``p``.
+
+        Honest limits: the parameters plugged in are IFCA's (the minimizers of the hard-assignment
+        loss), not the maximum of the mixture likelihood; when clusters are separated the two
+        agree closely, otherwise the likelihood is slightly underestimated. The criterion picks the
+        true k when the clusters are separated well beyond the noise of a machine's estimate
+        (roughly ``||theta_j - theta_l|| >> sigma sqrt(d / n)``) and IFCA found the global optimum
+        for every candidate k (use enough restarts). When the fits merge clusters it picks a
+        smaller k: with separation below the noise of a machine's estimate the clusters cannot be
+        told apart, and with random 0/1 initializations far from small-scale models (R = 0.1,
+        sigma = 0.1, d = 5 in ``tests/test_reliability.py``) IFCA merges clusters the criterion
+        would see from a good start; with too few restarts a poor fit at the true k can lose to
+        another k. Only ``loss="squared"`` (Gaussian noise) is supported.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n, d)
+            Features of the machines, d = ``n_features_in_`` (they need not be the training
+            machines); cast to float64, finite.
+        y : array-like of shape (m, n)
+            Their responses; finite.
+
+        Returns
+        -------
+        float
+            The BIC; only differences between fits on the same ``X``, ``y`` are meaningful.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For ``loss`` other than ``"squared"``; ``X`` not of shape (m, n, ``n_features_in_``)
+            or ``y`` not of shape (m, n); NaN or inf in either.
+
+        See Also
+        --------
+        aic : The same likelihood with the lighter penalty ``2 p``.
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr, warnings
+        >>> mix = mlr.make_mixture(m=60, n=50, d=5, k=3, R=1.0, sigma=0.1, rng=0)
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")
+        ...     bics = {k: mlr.IFCA(n_clusters=k, n_init=20, rng=1).fit(mix.X, mix.y).bic(mix.X, mix.y)
+        ...             for k in range(1, 6)}
+        >>> min(bics, key=bics.get)
+        3
+
+        References
+        ----------
+        G. Schwarz, "Estimating the dimension of a model", Annals of Statistics 6(2), 1978.
+
+        M. Hurn, A. Justel, C. P. Robert, "Estimating mixtures of regressions", Journal of
+        Computational and Graphical Statistics 12(1), 2003.
+
+        A. Khalili, J. Chen, "Variable selection in finite mixture of regression models", Journal
+        of the American Statistical Association 102(479), 2007.
+        """
+        ll, m = self._log_likelihood(X, y)
+        return -2.0 * ll + self._n_parameters() * np.log(m)
+
+    def aic(self, X, y):
+        """Akaike information criterion ``-2 log L + 2 p`` (Akaike 1974) on ``X``, ``y``.
+
+        The log-likelihood ``log L`` and the parameter count ``p`` are those of :meth:`bic`. Lower
+        is better; AIC penalizes extra clusters less than BIC and tends to choose a larger k.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, n, d)
+            Features of the machines, d = ``n_features_in_`` (they need not be the training
+            machines); cast to float64, finite.
+        y : array-like of shape (m, n)
+            Their responses; finite.
+
+        Returns
+        -------
+        float
+            The AIC; only differences between fits on the same ``X``, ``y`` are meaningful.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For ``loss`` other than ``"squared"``; ``X`` not of shape (m, n, ``n_features_in_``)
+            or ``y`` not of shape (m, n); NaN or inf in either.
+
+        See Also
+        --------
+        bic : The same likelihood with the penalty ``p log m``, and the criterion's derivation
+            and limits.
+
+        References
+        ----------
+        H. Akaike, "A new look at the statistical model identification", IEEE Transactions on
+        Automatic Control 19(6), 1974.
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> one, two = (mlr.IFCA(n_clusters=k, n_init=4, rng=1).fit(mix.X, mix.y) for k in (1, 2))
+        >>> bool(two.aic(mix.X, mix.y) < one.aic(mix.X, mix.y))
+        True
+        """
+        ll, _ = self._log_likelihood(X, y)
+        return -2.0 * ll + 2.0 * self._n_parameters()
