@@ -19,6 +19,42 @@ from .ifca import ConvergenceWarning, DataScaleWarning, EmptyClusterWarning, ifc
 __all__ = ["IFCA"]
 
 
+# the Parameters, Returns and Raises sections that bic and aic share (one text, two docstrings)
+_CRITERION_SECTIONS = """Parameters
+        ----------
+        X : array-like of shape (m, n, d)
+            Features of the machines, d = ``n_features_in_`` (they need not be the training
+            machines); cast to float64, finite.
+        y : array-like of shape (m, n)
+            Their responses; finite.
+
+        Returns
+        -------
+        float
+            The {name}; only differences between fits on the same ``X``, ``y`` are meaningful.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            For ``loss`` other than ``"squared"``; ``X`` not of shape (m, n, ``n_features_in_``)
+            or ``y`` not of shape (m, n); NaN or inf in either.
+"""
+
+
+def _criterion_doc(name):
+    """Put the shared sections into a criterion's docstring at its ``<criterion sections>`` line."""
+
+    def put(method):
+        if method.__doc__:  # None under python -OO
+            method.__doc__ = method.__doc__.replace("<criterion sections>",
+                                                    _CRITERION_SECTIONS.format(name=name).rstrip("\n"))
+        return method
+
+    return put
+
+
 class IFCA(BaseEstimator):
     """IFCA as a scikit-learn style estimator, with restarts.
 
@@ -417,6 +453,7 @@ class IFCA(BaseEstimator):
             s = int(check_shared(self.shared, d)[0].sum())
         return k * (d - s) + s + (k - 1) + 1
 
+    @_criterion_doc("BIC")
     def bic(self, X, y):
         r"""Bayesian information criterion of the fitted mixture on ``X`` (m, n, d), ``y`` (m, n).
 
@@ -455,26 +492,7 @@ class IFCA(BaseEstimator):
         would see from a good start; with too few restarts a poor fit at the true k can lose to
         another k. Only ``loss="squared"`` (Gaussian noise) is supported.
 
-        Parameters
-        ----------
-        X : array-like of shape (m, n, d)
-            Features of the machines, d = ``n_features_in_`` (they need not be the training
-            machines); cast to float64, finite.
-        y : array-like of shape (m, n)
-            Their responses; finite.
-
-        Returns
-        -------
-        float
-            The BIC; only differences between fits on the same ``X``, ``y`` are meaningful.
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
-        ValueError
-            For ``loss`` other than ``"squared"``; ``X`` not of shape (m, n, ``n_features_in_``)
-            or ``y`` not of shape (m, n); NaN or inf in either.
+        <criterion sections>
 
         See Also
         --------
@@ -504,32 +522,14 @@ class IFCA(BaseEstimator):
         ll, m = self._log_likelihood(X, y)
         return -2.0 * ll + self._n_parameters() * np.log(m)
 
+    @_criterion_doc("AIC")
     def aic(self, X, y):
         """Akaike information criterion ``-2 log L + 2 p`` (Akaike 1974) on ``X``, ``y``.
 
         The log-likelihood ``log L`` and the parameter count ``p`` are those of :meth:`bic`. Lower
         is better; AIC penalizes extra clusters less than BIC and tends to choose a larger k.
 
-        Parameters
-        ----------
-        X : array-like of shape (m, n, d)
-            Features of the machines, d = ``n_features_in_`` (they need not be the training
-            machines); cast to float64, finite.
-        y : array-like of shape (m, n)
-            Their responses; finite.
-
-        Returns
-        -------
-        float
-            The AIC; only differences between fits on the same ``X``, ``y`` are meaningful.
-
-        Raises
-        ------
-        sklearn.exceptions.NotFittedError
-            Before :meth:`fit`.
-        ValueError
-            For ``loss`` other than ``"squared"``; ``X`` not of shape (m, n, ``n_features_in_``)
-            or ``y`` not of shape (m, n); NaN or inf in either.
+        <criterion sections>
 
         See Also
         --------

@@ -126,6 +126,11 @@ def test_ifca_api_page_has_every_method_docstring(built):
         doc = getattr(mixlinreg.IFCA, name).__doc__
         words = re.sub(r":\w+:|[`*]", "", doc.strip().split(".")[0].split("(")[0]).split()[:5]
         assert len(words) >= 4 and " ".join(words) in text, (name, words)
+        # the method's own part of the page (up to the next method) has its numpydoc sections
+        part = page.split(f'id="mixlinreg.IFCA.{name}"', 1)[1].split('id="mixlinreg.IFCA.', 1)[0]
+        fields = set(re.findall(r'<dt class="field-\w+">(\w+)<', part))
+        want = {"Parameters", "Returns", "Raises"} | ({"Warns"} if name == "fit" else set())
+        assert want <= fields, (name, fields)
     # the BIC's derivation: its likelihood (as math) and its parameter count
     assert r"\log L = \sum_{i=1}^m" in page and "p = k d + (k - 1) + 1" in text
     assert "the s shared ones once" in text
