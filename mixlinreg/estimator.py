@@ -14,6 +14,7 @@ from sklearn.exceptions import NotFittedError
 
 from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
                           check_int, data_parameter_scale, step_scale_note)
+from . import ifca as _ifca_module
 from .ifca import ConvergenceWarning, DataScaleWarning, EmptyClusterWarning, ifca, kept_run
 
 __all__ = ["IFCA"]
@@ -551,3 +552,8 @@ class IFCA(BaseEstimator):
         """
         ll, _ = self._log_likelihood(X, y)
         return -2.0 * ll + 2.0 * self._n_parameters()
+
+
+# the estimator's former home still names it: ``from mixlinreg.ifca import IFCA`` and pickles made
+# before the move keep working (importing mixlinreg.ifca runs the package, which imports this module)
+_ifca_module.IFCA = IFCA

@@ -173,3 +173,19 @@ def test_numpy_baseline_matches_kernel():
     res = mlr.ifca(mix.X, mix.y, init, 0.05, n_iter=25)
     # float64, same update, different summation order: agreement to 1e-10 relative
     np.testing.assert_allclose(res.theta[0], numpy_ifca(mix.X, mix.y, init[0], 0.05, 25), rtol=1e-10)
+
+
+def test_estimator_old_module_path_still_names_it():
+    """IFCA moved from mixlinreg/ifca.py to mixlinreg/estimator.py: the old import and a pickle
+    that names the old module still give the estimator, fitted state included."""
+    import pickle
+
+    from mixlinreg.ifca import IFCA as old
+
+    assert old is mlr.IFCA
+    mix = mlr.make_mixture(m=10, n=20, d=3, k=2, R=1.0, sigma=0.1, rng=0)
+    est = mlr.IFCA(n_clusters=2, n_init=2, n_iter=20, rng=1).fit(mix.X, mix.y)
+    blob = pickle.dumps(est, protocol=0)
+    assert b"mixlinreg.estimator\nIFCA" in blob
+    back = pickle.loads(blob.replace(b"mixlinreg.estimator\nIFCA", b"mixlinreg.ifca\nIFCA"))
+    assert type(back) is mlr.IFCA and np.array_equal(back.coef_, est.coef_)
