@@ -9,12 +9,15 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
                           check_int, data_parameter_scale, step_scale_note)
 from . import ifca as _ifca_module
+from ._problem import check_shared
+from .inits import init_bernoulli, tie_shared
 from .ifca import ConvergenceWarning, DataScaleWarning, EmptyClusterWarning, ifca, kept_run
 
 __all__ = ["IFCA"]
@@ -255,8 +258,6 @@ class IFCA(BaseEstimator):
         if isinstance(self.init, str):
             check_choice("init", self.init, {"bernoulli", "gaussian"})
             if self.init == "bernoulli":
-                from .data import init_bernoulli
-
                 theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
             else:
                 theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
@@ -273,8 +274,6 @@ class IFCA(BaseEstimator):
                 raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}), "
                                  f"got {theta0.shape}")
         if self.shared is not None and isinstance(self.init, str):
-            from .inits import tie_shared
-
             theta0 = tie_shared(theta0, self.shared).astype(dt)
         n_starts = theta0.shape[0]
         # run r uses initialization r // len(lrs) and step size lrs[r % len(lrs)]
@@ -441,16 +440,12 @@ class IFCA(BaseEstimator):
         with np.errstate(divide="ignore"):
             logw = np.log(weights)
         comp = logw[None, :] - 0.5 * n * np.log(2 * np.pi * var) - rss / (2 * var)
-        from scipy.special import logsumexp
-
         return float(logsumexp(comp, axis=1).sum()), m
 
     def _n_parameters(self):
         k, d = self.coef_.shape
         s = 0
         if self.shared is not None:
-            from ._problem import check_shared
-
             s = int(check_shared(self.shared, d)[0].sum())
         return k * (d - s) + s + (k - 1) + 1
 
