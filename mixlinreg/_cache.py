@@ -18,6 +18,17 @@ starts at once), and logs one line naming the folder it could not write and the 
 no writable folder at all, the kernels compile in memory in every process (one line says so).
 Nothing is done, or said, when the first folder is writable or the JIT is off
 (``NUMBA_DISABLE_JIT=1``).
+
+No stale kernels. numba judges a cached kernel fresh by the source file of the function it
+compiled (its modification time and size, or its bytes): a kernel of ``_kernels.py`` that inlines
+a loss of ``losses.py`` is loaded from the cache unchanged after ``losses.py`` is edited, and runs
+the old loss, silently (a documented numba limitation: functions of other files are not tracked).
+:func:`setup` therefore registers cache locators (:func:`register_locators`) that add to every
+cached function of this package a digest of the source of everything the kernels compile
+(:func:`kernel_sources`: every module of the package with a numba-compiled function, and every
+package module they import, transitively). An edit to any of them, or an upgrade, changes the
+digest, numba finds every cached kernel of the package out of date and compiles it again (and
+overwrites the old entries); the folders stay where they are.
 """
 
 from __future__ import annotations
@@ -25,13 +36,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import stat
 import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["setup", "choose", "cache_subfolder", "writable", "PACKAGE"]
+__all__ = ["setup", "choose", "cache_subfolder", "writable", "PACKAGE", "kernel_sources",
+           "kernel_digest", "register_locators"]
 
 logger = logging.getLogger("mixlinreg")
 #: the package folder, whose ``__pycache__`` numba uses when ``NUMBA_CACHE_DIR`` is unset
@@ -40,6 +53,135 @@ PACKAGE = Path(__file__).resolve().parent
 _SAID = "_MIXLINREG_NUMBA_CACHE_SAID"
 #: what :func:`setup` decided in this process (for tests and the first-use notice)
 DECISION = {}
+
+
+#: a module whose functions numba compiles: a decorator of numba's, or one of its compilers called
+_JITTED = re.compile(rb"^[ \t]*@[ \t]*(?:(?:nb|numba)\.)?(?:njit|jit|vectorize|guvectorize|cfunc|"
+                     rb"stencil|generated_jit)\b|(?:\bnb|\bnumba)\.(?:njit|jit)\([ \t]*[A-Za-z_]\w*[ \t]*[,)]", re.M)
+#: a relative import: its dots, the module after them and what it imports
+_RELATIVE = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)", re.M)
+#: an absolute import of the package
+_ABSOLUTE = re.compile(rb"^[ \t]*(?:from|import)[ \t]+mixlinreg((?:\.\w+)*)", re.M)
+
+
+def _module_file(folder: Path, dotted: str):
+    """The file of module ``dotted`` under ``folder`` (a ``.py`` or a package's ``__init__``)."""
+    base = folder.joinpath(*dotted.split(".")) if dotted else folder
+    for f in (base.with_suffix(".py") if dotted else None, base / "__init__.py"):
+        if f is not None and f.is_file():
+            return f
+    return None
+
+
+def _imports(path: Path, package: Path, text: bytes):
+    """The package's files that ``path`` imports (relative and absolute imports, anywhere in it)."""
+    out = []
+    for dots, mod, names in _RELATIVE.findall(text):
+        folder = path.parent
+        for _ in range(len(dots) - 1):
+            folder = folder.parent
+        mod = mod.decode()
+        sub = folder.joinpath(*mod.split(".")) if mod else folder
+        package_names = False
+        for name in names.strip(b"() \t\\").split(b","):
+            words = name.split()
+            f = _module_file(sub, words[0].decode()) if words else None
+            if f is not None:  # ``from . import _numerics``: a module
+                out.append(f)
+            else:  # a name defined in the module ``mod`` (or in the package's ``__init__``)
+                package_names = True
+        target = _module_file(folder, mod) if package_names else None
+        if target is not None:
+            out.append(target)
+    for mod in _ABSOLUTE.findall(text):
+        f = _module_file(package, mod.decode().lstrip("."))
+        if f is not None:
+            out.append(f)
+    return out
+
+
+def kernel_sources(package=None) -> list:
+    """The source files of everything numba compiles in ``package`` (default: this package):
+    every module with a numba-compiled function and every package module they import,
+    transitively (the kernels inline functions and read constants of those modules); sorted."""
+    package = Path(PACKAGE if package is None else package).resolve()
+    texts = {}
+    for f in package.rglob("*.py"):
+        try:
+            texts[f.resolve()] = f.read_bytes()
+        except OSError:
+            continue
+    todo = [f for f, text in texts.items() if _JITTED.search(text)]
+    seen = set(todo)
+    while todo:
+        f = todo.pop()
+        for g in _imports(f, package, texts[f]):
+            g = g.resolve()
+            if g in texts and g not in seen:
+                seen.add(g)
+                todo.append(g)
+    return sorted(seen)
+
+
+def kernel_digest(package=None) -> str:
+    """SHA-256 of :func:`kernel_sources` (each file's path in the package and its bytes)."""
+    package = Path(PACKAGE if package is None else package).resolve()
+    h = hashlib.sha256()
+    for f in kernel_sources(package):
+        h.update(f.relative_to(package).as_posix().encode() + b"\0")
+        h.update(f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _locators_home():
+    """numba's cache implementation class holding ``_locator_classes`` (its name varies)."""
+    from numba.core import caching
+
+    return getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+
+
+def register_locators(digest=None):
+    """Put, before numba's cache locators, one keyed copy of each that serves only this package's
+    files and adds ``digest`` (default :func:`kernel_digest`) to the source stamp by which numba
+    judges a cached kernel fresh. Idempotent: a second call only updates the digest."""
+    home = _locators_home()
+    digest = kernel_digest() if digest is None else digest
+    classes = list(home._locator_classes)
+    if getattr(classes[0], "_mixlinreg_keyed", False):
+        for cls in classes:
+            if getattr(cls, "_mixlinreg_keyed", False):
+                cls.digest = digest
+        return digest
+    keyed = [_keyed(base, digest) for base in classes]
+    home._locator_classes = keyed + classes
+    return digest
+
+
+def _inside(py_file) -> bool:
+    try:
+        return Path(py_file).resolve().is_relative_to(PACKAGE)
+    except (OSError, ValueError):
+        return False
+
+
+def _keyed(base, digest):
+    """A locator like ``base`` for the package's files only, whose stamp carries ``digest``."""
+
+    class Keyed(base):
+        _mixlinreg_keyed = True
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            if not _inside(py_file):
+                return None
+            return super().from_function(py_func, py_file)
+
+        def get_source_stamp(self):
+            return (super().get_source_stamp(), "mixlinreg kernel sources", type(self).digest)
+
+    Keyed.digest = digest
+    Keyed.__name__ = Keyed.__qualname__ = f"MixlinregKeyed{base.__name__.lstrip('_')}"
+    return Keyed
 
 
 def cache_subfolder(source_dir=None) -> str:
@@ -185,6 +327,7 @@ def setup():
         return DECISION
     choice = choose()
     DECISION.update(choice)
+    DECISION["kernel_digest"] = register_locators()
     if choice["failed"] is None:
         return DECISION
     if choice["folder"] is None:
