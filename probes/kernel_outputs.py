@@ -1,7 +1,7 @@
 """Bitwise check of a kernel change: save ifca's outputs on 14 configurations per dtype, compare later.
 
-    python experiments/kernel_outputs.py save before.npz      # on the old code
-    python experiments/kernel_outputs.py compare before.npz   # on the new code: lists what differs
+    python probes/kernel_outputs.py save before.npz      # on the old code
+    python probes/kernel_outputs.py compare before.npz   # on the new code: lists what differs
 
 The configurations cover the direct path (with trace), ridge, sufficient statistics, the certified-
 Gram path (one and three response variants), resampling, model averaging, partial participation,

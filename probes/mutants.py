@@ -9,15 +9,15 @@ uncommitted tests count), runs the mutant's focused test selection there, and re
 some test failed (*killed*) or every test passed (*survived*). The checkout itself is never
 changed. Run from the repository root::
 
-    python experiments/mutants.py                      # every mutant; writes the table below
-    python experiments/mutants.py --only K01 G03       # some of them
-    python experiments/mutants.py --list               # the mutants, nothing run
-    python experiments/mutants.py --check              # every snippet found once in HEAD
-    python experiments/mutants.py --merge before.json after.json   # one table of two runs
+    python probes/mutants.py                      # every mutant; writes the table below
+    python probes/mutants.py --only K01 G03       # some of them
+    python probes/mutants.py --list               # the mutants, nothing run
+    python probes/mutants.py --check              # every snippet found once in HEAD
+    python probes/mutants.py --merge before.json after.json   # one table of two runs
 
 Options: ``--worktree /tmp/mut-wt`` (made with ``git worktree add --detach`` when absent and
 left in place, remove it with ``git worktree remove --force``), ``--out
-experiments/mutation_results.md`` (the table), ``--label after`` (its title),
+probes/mutation_results.md`` (the table), ``--label after`` (its title),
 ``--before-tests`` (run only each mutant's ``tests``, not the ``added`` tests that were written
 to kill the survivors: the "before" score), ``--no-baseline`` (skip the run of every selection
 on the unmutated copy, which must pass).
@@ -470,7 +470,7 @@ def table(results, label, seconds) -> str:
              f"{killed} of {len(results)} mutants killed; of the {non_eq} not argued equivalent, "
              f"{killed_non_eq} killed ({100 * killed_non_eq / max(non_eq, 1):.0f}%); "
              f"{len(eq)} argued equivalent ({eq_surv} survive, as they must). "
-             f"Run time {seconds / 60:.1f} min (`python experiments/mutants.py`).", "",
+             f"Run time {seconds / 60:.1f} min (`python probes/mutants.py`).", "",
              "| mutant | file | change | result | killed by | s |", "|---|---|---|---|---|---|"]
     for r in results:
         m = by_id[r["id"]]

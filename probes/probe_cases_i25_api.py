@@ -2,9 +2,9 @@
 underflow that name their cause, generators that cannot deliver distinct clusters.
 
 ``cases()`` yields ``(class, name, callable)``; each callable returns one of the outcome labels of
-``experiments/probe_reliability.py`` (or ``(label, detail)``). Issue 25's class c is 100 + c::
+``probes/probe_reliability.py`` (or ``(label, detail)``). Issue 25's class c is 100 + c::
 
-    python experiments/probe_reliability.py --only 104 107 108 -v
+    python probes/probe_reliability.py --only 104 107 108 -v
 
 Class 104 runs a long :func:`mixlinreg.ifca` call in a child process, sends it SIGINT and wants a
 ``KeyboardInterrupt`` within 2 s (and the process's state intact afterwards); a child still running

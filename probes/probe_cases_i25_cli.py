@@ -1,10 +1,10 @@
 """Probe cases of issue 25, the command line and its configs: classes 3 (CLI side), 6 and 7 (TOML).
 
 ``cases()`` yields ``(class, name, callable)``; each callable runs its case in a fresh temporary
-folder and returns one of the outcome labels of ``experiments/probe_reliability.py`` (or
+folder and returns one of the outcome labels of ``probes/probe_reliability.py`` (or
 ``(label, detail)``). Issue 25's class c is numbered 100 + c::
 
-    python experiments/probe_reliability.py --only 103 106 107 -v
+    python probes/probe_reliability.py --only 103 106 107 -v
 
 * 103: a fault mid-run (Ctrl-C, a missing optional dependency, a closed pipe, a full disk, a killed
   worker, a bug) ends in one line with the right exit status (130 for Ctrl-C), says what was kept

@@ -2,9 +2,9 @@
 
 ``cases()`` yields ``(class, name, callable)``; each callable runs its case (most in a subprocess,
 as an unprivileged user where this process is root) and returns an outcome label of
-``experiments/probe_reliability.py`` (or ``(label, detail)``)::
+``probes/probe_reliability.py`` (or ``(label, detail)``)::
 
-    python experiments/probe_reliability.py --only 101 109 -v
+    python probes/probe_reliability.py --only 101 109 -v
 
 Class 101 (issue 25 class 1) runs the package from a read-only copy of it (numba cache included,
 as a site-wide install that its administrator ran once), as user ``nobody`` when this process is

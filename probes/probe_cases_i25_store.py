@@ -11,9 +11,9 @@
   ``compare`` and ``digits``; the committed Figure 2 stores resume without recomputing.
 
 ``cases()`` yields ``(class, name, callable)``; each callable returns a label of
-``experiments/probe_reliability.py`` or ``(label, detail)``. Run them with::
+``probes/probe_reliability.py`` or ``(label, detail)``. Run them with::
 
-    python experiments/probe_reliability.py --only 102 103 105 -v
+    python probes/probe_reliability.py --only 102 103 105 -v
 """
 
 from __future__ import annotations

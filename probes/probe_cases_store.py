@@ -6,7 +6,7 @@ fresh temporary folder and returns one of ``"clear error"``, ``"correct result"`
 run, the warning or error text, the files written). The probe script of issue 11 imports it; run
 alone it prints the outcome of every case and a table per class::
 
-    python experiments/probe_cases_store.py
+    python probes/probe_cases_store.py
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    python experiments/probe_reliability.py            # all cases, a table at the end
-    python experiments/probe_reliability.py -v         # also one line per case
+    python probes/probe_reliability.py            # all cases, a table at the end
+    python probes/probe_reliability.py -v         # also one line per case
 
 Each case is an input (API call, estimator, TOML config, CLI command or environment) with the
 outcome a careful user is owed: an error that names the parameter, or a correct result. The
@@ -19,11 +19,11 @@ outcome actually seen is classified automatically:
   traceback or a timeout;
 * ``lost``: a command that exited 0 but did not leave the results it reported.
 
-``experiments/probe_cases_i25_*.py`` hold the cases of issue 25 (classes 101-110: issue 25's class
+``probes/probe_cases_i25_*.py`` hold the cases of issue 25 (classes 101-110: issue 25's class
 c is 100 + c), in the same ``(class, name, callable)`` form; ``--only 101 104`` runs some of them.
 
 Classes 1, 6-11 are issue 11 part B (flags, environment, overflow, counts and messages, choosing k,
-first use and progress, stale text). If ``experiments/probe_cases_store.py`` (issue 11 part A:
+first use and progress, stale text). If ``probes/probe_cases_store.py`` (issue 11 part A:
 store integrity, concurrent processes, names and paths, output folders) is importable, its
 ``cases_store_paths()`` is added: it returns ``(class, name, callable)`` triples whose callable
 returns one of the outcome labels above (or ``(label, detail)``); an exception escaping it counts
@@ -48,7 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent  # probes/: the case modules beside this one
+ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import mixlinreg as mlr  # noqa: E402
@@ -650,27 +651,27 @@ def cases_text():
 # ------------------------------------------------------------------------------------ driver
 def _store_cases():
     try:
-        sys.path.insert(0, str(ROOT / "experiments"))
+        sys.path.insert(0, str(HERE))
         import probe_cases_store  # issue 11 part A
     except ImportError:
         return []
     finally:
-        sys.path.remove(str(ROOT / "experiments"))
+        sys.path.remove(str(HERE))
     names = getattr(probe_cases_store, "CLASSES", {})
     return [(f"{cls} {names[cls]}" if cls in names else str(cls), name, fn, "external")
             for cls, name, fn in probe_cases_store.cases_store_paths()]
 
 
 def _issue25_cases(only=None):
-    """The cases of issue 25's classes: every ``experiments/probe_cases_i25_*.py`` module's
+    """The cases of issue 25's classes: every ``probes/probe_cases_i25_*.py`` module's
     ``cases()`` ``(class, name, callable)`` triples, classes named by its ``CLASSES`` (numbered
     from 101: issue 25's class c is 100 + c)."""
     import importlib
 
     out = []
-    sys.path.insert(0, str(ROOT / "experiments"))
+    sys.path.insert(0, str(HERE))
     try:
-        for path in sorted((ROOT / "experiments").glob("probe_cases_i25_*.py")):
+        for path in sorted(HERE.glob("probe_cases_i25_*.py")):
             mod = importlib.import_module(path.stem)
             names = getattr(mod, "CLASSES", {})
             for cls, name, fn in mod.cases():
@@ -679,7 +680,7 @@ def _issue25_cases(only=None):
                 out.append((f"{cls} {names[cls]}" if cls in names else str(cls), name, fn,
                             "external"))
     finally:
-        sys.path.remove(str(ROOT / "experiments"))
+        sys.path.remove(str(HERE))
     return out
 
 
@@ -789,8 +790,8 @@ def main(argv=None):
     print()
     print("\n".join(lines))
     print(f"\n{len(results)} cases in {time.perf_counter() - t0:.0f} s (scratch folder {TMP}); "
-          + f"{len(store_cases)} cases from experiments/probe_cases_store.py and "
-            "experiments/probe_cases_i25_*.py (issue 25's classes, numbered 101-110)")
+          + f"{len(store_cases)} cases from probes/probe_cases_store.py and "
+            "probes/probe_cases_i25_*.py (issue 25's classes, numbered 101-110)")
     bad = sum(r[2] in ("silent wrong", "crash", "lost") for r in results)
     return 1 if bad else 0
 

@@ -1,7 +1,7 @@
 """The command line of issue 25: faults end in one line (class 3), options and config keys that
 would be ignored are refused (class 6), a TOML file that does not parse is named (class 7).
 
-The probe cases of the same classes: ``experiments/probe_cases_i25_cli.py``.
+The probe cases of the same classes: ``probes/probe_cases_i25_cli.py``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Tests that kill the mutants which survived the suite (issue 25, class 10).
 
-``experiments/mutants.py`` applies one realistic mistake at a time to the code whose mistakes
+``probes/mutants.py`` applies one realistic mistake at a time to the code whose mistakes
 would change results silently; each test here was written for a mutant that every earlier test
-let through (its ID in the test's docstring; ``experiments/mutation_results.md`` has the table).
+let through (its ID in the test's docstring; ``probes/mutation_results.md`` has the table).
 They hold the rules at their edges: an exact tie, a value exactly at a threshold, a condition
 that only one branch of a rule reads.
 """

@@ -1,6 +1,6 @@
 """The tiny Figure 2 grid of the store's tests and probes (a few milliseconds per unit).
 
-One definition, used by ``tests/test_store_integrity.py`` and ``experiments/probe_cases_store.py``;
+One definition, used by ``tests/test_store_integrity.py`` and ``probes/probe_cases_store.py``;
 not part of the public API.
 """
 
