@@ -1,5 +1,5 @@
 """Command line interface: ``mixlinreg reproduce``, ``check``, ``check-agreement``, ``compare``,
-``digits``, ``teach``, ``demo`` and ``bench``.
+``digits``, ``teach``, ``demo``, ``bench`` and ``regenerate``.
 
 User errors (a bad option value, a bad config, a missing file, options that conflict or would
 do nothing: :mod:`mixlinreg._cli_options`) end in one line ``mixlinreg <command>: error: ...`` and
@@ -371,6 +371,21 @@ def _check(args):
     return 0
 
 
+def _regenerate(args):
+    from .derived import regenerate
+
+    found = regenerate(args.root, check=args.check)
+    for path, block in found:
+        what = path + (f" (derived block '{block}')" if block else "")
+        print(f"stale: {what}" if args.check else f"rewrote {what}")
+    if not found:
+        print("regenerate: every derived document is current")
+    elif args.check:
+        print(f"regenerate --check: {len(found)} stale; `mixlinreg regenerate` rewrites them from "
+              "the committed records")
+    return 1 if args.check and found else 0
+
+
 def _teach(args):
     from .teach import check_out_dir, check_views, write_views
 
@@ -409,6 +424,7 @@ def build_parser():
     _parser_compare(sub)
     _parser_digits(sub)
     _parser_teach(sub)
+    _parser_regenerate(sub)
     return p
 
 
@@ -617,6 +633,18 @@ def _parser_teach(sub):
     h.add_argument("--no-html", action="store_true",
                    help="skip the self-contained HTML animations (PNG and GIF only)")
     h.set_defaults(func=_teach)
+
+
+def _parser_regenerate(sub):
+    """The ``regenerate`` command's options."""
+    g = sub.add_parser("regenerate", help="rewrite every document derived from the committed "
+                                          "study records (paper_checks.md, the README's verdict "
+                                          "tables, the docs' counts); nothing is computed")
+    g.add_argument("--check", action="store_true",
+                   help="write nothing; list each stale file and block and exit 1 if there is one")
+    g.add_argument("--root", default=".", type=text_arg("a folder"),
+                   help="the repository root: figures/checks, paper_checks.md, README.md, docs/ [.]")
+    g.set_defaults(func=_regenerate)
 
 
 def main(argv=None):

@@ -337,13 +337,16 @@ def migrate_records(out="figures/checks") -> list:
     return [(old, new) for old, new, _, _ in moves]
 
 
-def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:
-    """Write ``paper_checks.md`` from the records under ``out`` (see :func:`load_results`)."""
+def report_text(path="paper_checks.md", out="figures/checks", preset="paper", ids=None,
+                root=None) -> str:
+    """The text :func:`write_report` writes to ``path`` (nothing is written).
+
+    ``root``: the folder the records' own paths (their tables and figures) are relative to, the
+    repository root where they were made; ``None``: the current folder.
+    """
     from .studies import ids as study_ids
 
     STUDIES = study_ids()
-    from .._paths import atomic_write
-
     path = Path(path)
     preset = canonical_preset(preset)
     results = load_results(out, preset=preset, ids=ids)
@@ -354,8 +357,24 @@ def write_report(path="paper_checks.md", out="figures/checks", preset="paper", i
         raise ValueError(f"records under a former preset name in {out}: {', '.join(former)}; "
                          f"rename them first with `mixlinreg check --migrate-records --out {out}` "
                          "(mixlinreg.theory.report.migrate_records)")
-    text = render(results, path.parent if str(path.parent) else Path("."), missing, out=out,
+    if root is not None:
+        from dataclasses import replace
+
+        def at_root(p):
+            return str(Path(root) / p) if p and not Path(p).is_absolute() else p
+
+        results = {sid: replace(r, figure=at_root(r.figure), table=at_root(r.table))
+                   for sid, r in results.items()}
+    return render(results, path.parent if str(path.parent) else Path("."), missing, out=out,
                   preset=preset, name=path.name)
+
+
+def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:
+    """Write ``paper_checks.md`` from the records under ``out`` (see :func:`load_results`)."""
+    from .._paths import atomic_write
+
+    path = Path(path)
+    text = report_text(path, out, preset=preset, ids=ids)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
     return path
