@@ -186,7 +186,7 @@ def main(argv=None):
                        ulp_sensitive_runs=" ".join(map(str, agree["ulp_sensitive"])),
                        disagree_runs=" ".join(map(str, agree["disagree"])),
                        max_rel_dist=max(agree["max_rel_dist_nearest"], agree["max_rel_dist_matched"]))
-            if agree["runs_beyond"]:  # the rows, for a look elsewhere (jax_unit_rows.py --compare)
+            if agree["runs_beyond"]:  # the rows, for a look elsewhere (e.g. with pandas)
                 jrows.to_csv(out / f"{panel}_{unit.id}_rows.csv", index=False, float_format="%.17g")
             if not args.skip_numba:
                 if panel not in warmed:  # compile numba's paths outside the timing
