@@ -587,7 +587,7 @@ def _migrate_former_store(wl, store, cfg, seed):
     import pandas as pd
 
     from ._paths import inside
-    from .harness.store import UnitStore
+    from .runner.store import UnitStore
 
     h = hashlib.sha256(json.dumps({"seed": int(seed), "config": cfg}, sort_keys=True,
                                   default=str).encode()).hexdigest()

@@ -228,7 +228,7 @@ def test_a_worker_opening_the_store_never_removes_a_write_in_progress(tmp_path):
     import socket
     import subprocess
 
-    from mixlinreg.harness.store import _HOST
+    from mixlinreg.runner.store import _HOST
 
     exp = _smoke()
     store = ResultStore(tmp_path, exp, clean=True)

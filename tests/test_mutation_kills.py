@@ -234,14 +234,14 @@ def test_success_intervals_are_made_at_the_confidence_asked_for():
 
 # ------------------------------------------------------------------------------ the store's checks
 def _unit_store(tmp_path, **kw):
-    from mixlinreg.harness.store import UnitStore
+    from mixlinreg.runner.store import UnitStore
 
     return UnitStore(tmp_path / "units", tag="config-a", **kw)
 
 
 def test_a_unit_changed_in_place_fails_its_checksum(tmp_path):
     """T01: one digit changed, same length: only the checksum (not the byte count) sees it."""
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
 
     store = _unit_store(tmp_path)
     store.write("u1", pd.DataFrame({"x": [1.25, 2.5], "y": [3, 4]}))

@@ -76,7 +76,7 @@ def test_resume_reads_back_without_recomputing(tmp_path):
 
 
 def test_a_store_under_a_former_key_is_migrated_not_recomputed(tmp_path):
-    from mixlinreg.harness.store import UnitStore
+    from mixlinreg.runner.store import UnitStore
 
     old = UnitStore(tmp_path / "toy-smoke-000000000000", tag="old-tag")
     wl = _toy_workload(former=(("toy-smoke-000000000000", "old-tag"),))
@@ -169,7 +169,7 @@ def test_digits_store_of_the_former_layout_is_migrated_not_recomputed(tmp_path, 
     import hashlib
 
     import mixlinreg.digits as digits
-    from mixlinreg.harness.store import UnitStore
+    from mixlinreg.runner.store import UnitStore
 
     kw = dict(m=8, n=10, tau=1, rounds=3)
     rows, rec = digits.run_digits(2, store=tmp_path / "fresh", **kw)
@@ -189,7 +189,7 @@ def test_digits_store_of_the_former_layout_is_migrated_not_recomputed(tmp_path, 
 
 
 def test_a_stored_unit_with_the_wrong_row_count_is_recomputed(tmp_path):
-    from mixlinreg.harness.store import DamagedUnitWarning, UnitStore
+    from mixlinreg.runner.store import DamagedUnitWarning, UnitStore
 
     wl = _toy_workload(rows=lambda unit: 3)
     short = UnitStore(tmp_path / wl.folder, tag=wl.tag)

@@ -16,7 +16,7 @@ import pytest
 
 from mixlinreg.harness import ResultStore, load_config, run_experiment, success_table
 from mixlinreg.harness._tiny import write_tiny
-from mixlinreg.harness.store import _HOST, DamagedUnitWarning, UnitStore
+from mixlinreg.runner.store import _HOST, DamagedUnitWarning, UnitStore
 from mixlinreg.theory import Context
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,7 +241,7 @@ def test_claims_and_stale_locks(tmp_path):
 _WORKER = textwrap.dedent("""
     import os, sys, time
     import pandas as pd
-    from mixlinreg.harness.store import UnitStore
+    from mixlinreg.runner.store import UnitStore
     folder, log = sys.argv[1], sys.argv[2]
     store = UnitStore(folder)
     out = []

@@ -25,7 +25,7 @@ from mixlinreg._memory import UnitMemoryError, available_bytes, format_bytes
 from mixlinreg.harness import ResultStore, load_config, run_experiment
 from mixlinreg.harness._sizing import largest_unit
 from mixlinreg.harness._tiny import write_tiny
-from mixlinreg.harness.store import (_HOST, STALE_AFTER, DamagedUnitWarning, StoreError,
+from mixlinreg.runner.store import (_HOST, STALE_AFTER, DamagedUnitWarning, StoreError,
                                      StoreWriteError, UnitStore)
 from mixlinreg.harness.sweep import workload as fig2_workload
 from mixlinreg.runner import Units, Workload
@@ -359,7 +359,7 @@ def test_a_file_where_a_folder_is_needed_is_one_line(tmp_path):
 
 
 def test_a_full_disk_keeps_finished_units_and_says_so(tmp_path, monkeypatch):
-    import mixlinreg.harness.store as store_mod
+    import mixlinreg.runner.store as store_mod
 
     real, calls = store_mod.atomic_write, []
 

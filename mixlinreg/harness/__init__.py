@@ -2,7 +2,8 @@
 
 from .experiment import Experiment, Unit, load_config, resolve_config_path
 from .run import COLUMNS, run_unit, unit_seeds
-from .store import DamagedUnitWarning, ResultStore, UnitStore
+from ..runner.store import DamagedUnitWarning, UnitStore
+from .store import ResultStore
 from .success import RULES, success_table, trial_success
 from .sweep import format_summary, run_experiment
 

@@ -85,7 +85,7 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     several at once in threads (``_numerics.JAX_WORKERS``), or on the Dask cluster's workers.
 
     Several processes may run the same experiment on one store at once: each unit is claimed
-    before it is computed (see :class:`~mixlinreg.harness.store.UnitStore`), a unit claimed by
+    before it is computed (see :class:`~mixlinreg.runner.store.UnitStore`), a unit claimed by
     another live process is not computed twice, and this call returns once every unit is done
     (waiting, polling every ``poll`` seconds, for units other processes are computing; a unit whose
     process died is taken over). A damaged unit file is set aside and recomputed.

@@ -47,10 +47,10 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ._firstuse import compile_once_first
-from ._memory import UnitMemoryError, available_bytes, format_bytes
-from ._paths import inside, plain_name
-from ._validation import check_bool
+from .._firstuse import compile_once_first
+from .._memory import UnitMemoryError, available_bytes, format_bytes
+from .._paths import inside, plain_name
+from .._validation import check_bool
 
 __all__ = ["Workload", "Units", "Numbered", "run", "store_key", "json_default", "BACKENDS", "UnitMemoryError"]
 
@@ -205,7 +205,7 @@ class Workload:
         ``seed_key(unit) -> tuple of int``; default :func:`name_key` of the workload's name.
     open_store : callable, optional
         ``open_store(root, clean) -> UnitStore`` for a workload whose store checks more (the Figure
-        2 panels: columns, row counts, a manifest); default a :class:`~mixlinreg.harness.store.UnitStore`
+        2 panels: columns, row counts, a manifest); default a :class:`~mixlinreg.runner.store.UnitStore`
         at ``<root>/<folder>`` tagged with the key's hash.
     rows : callable, optional
         ``rows(unit) -> int``: the row count a stored unit must have (a unit with another count,
@@ -287,7 +287,7 @@ class Workload:
         clean = check_bool("clean", clean)
         if self.open_store is not None:
             return self.open_store(root, clean)
-        from .harness.store import UnitStore, clean_temporary_files
+        from .store import UnitStore, clean_temporary_files
 
         folder = inside(root, Path(root) / self.folder)
         if not folder.exists():
@@ -325,7 +325,7 @@ class Workload:
 def _migrate(root, folder, former, tag):
     """Move a store made under a former store-key recipe to ``folder``: its units' checksum
     records take the current ``tag`` (their data, checked by SHA-256, is untouched)."""
-    from ._paths import atomic_write
+    from .._paths import atomic_write
 
     for name, old_tag in former:
         old = Path(root) / plain_name("former store", name)
@@ -587,7 +587,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     """
     from tqdm.auto import tqdm
 
-    from ._env import numba_threads, usable_cores
+    from .._env import numba_threads, usable_cores
 
     progress = check_bool("progress", progress)
     collect = check_bool("collect", collect)
