@@ -45,7 +45,8 @@ from ._numerics import FASTMATH
 
 __all__ = ["Loss", "LOSSES", "CODES", "ell", "dell", "d2ell", "get", "MULTINOMIAL",
            "KERNEL_CODES", "multinomial_value", "multinomial_derivative", "ce", "dce_into",
-           "value_array", "derivative_array", "second_array", "check_code"]
+           "value_array", "derivative_array", "second_array", "check_code", "curvature_bound",
+           "MULTINOMIAL_CURVATURE"]
 
 #: Kernel code of each per-sample loss of a scalar prediction.
 CODES = {"squared": 0, "logistic": 1, "huber": 2}
@@ -290,6 +291,19 @@ class Loss:
 LOSSES = {"squared": Loss("squared", 0, (2.0, 2.0)),
           "logistic": Loss("logistic", 1, (0.0, 0.25)),
           "huber": Loss("huber", 2, (0.0, 1.0), param="delta")}
+
+
+#: ``(inf, sup)`` of the multinomial loss's curvature in its logits: the eigenvalues of the softmax
+#: Hessian ``diag(p) - p p^T`` lie in ``[0, 1/2]``
+MULTINOMIAL_CURVATURE = (0.0, 0.5)
+
+
+def curvature_bound(name) -> float:
+    """``sup ell''`` of the loss called ``name`` (any of :data:`KERNEL_CODES`): the factor of a
+    smoothness constant ``L = sup ell'' lambda_max(X^T X / n)``."""
+    if name == "multinomial":
+        return MULTINOMIAL_CURVATURE[1]
+    return get(name).curvature[1]
 
 
 def get(name) -> Loss:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array, check_choice, check_float, check_int
-from ..losses import CODES, derivative_array, multinomial_derivative
+from ..losses import CODES, KERNEL_CODES, curvature_bound, derivative_array, multinomial_derivative
 
 #: The only loss the closed-form baselines support.
 _LOSSES = ("squared",)
@@ -26,8 +26,8 @@ def check_loss(loss):
     return check_choice("loss", loss, _LOSSES)
 
 
-#: the losses of the iterative baselines (:func:`cfl`, :func:`fpfc`)
-LOSSES = ("squared", "logistic", "huber", "multinomial")
+#: the losses of the iterative baselines (:func:`cfl`, :func:`fpfc`): every loss the kernel runs
+LOSSES = tuple(KERNEL_CODES)
 
 
 def model_start(init, n_classes, loss, y, d):
@@ -113,17 +113,12 @@ def loss_gradient(X, y, l2, loss, delta, shape, weights=None):
     return grad
 
 
-#: ``L_f / (max_i ||X_i||_2^2 / n)``: the largest second derivative of each loss in the prediction
-#: (the softmax Hessian ``diag(p) - p p^T`` has eigenvalues at most 1/2)
-CURVATURE = {"squared": 2.0, "logistic": 0.25, "huber": 1.0, "multinomial": 0.5}
-
-
 def smoothness(X, loss, l2, weights=None):
-    """``L_f``: a smoothness constant of every ``f_i`` (``CURVATURE[loss] lambda_max(X_i^T W_i X_i)
+    """``L_f``: a smoothness constant of every ``f_i`` (``sup ell'' lambda_max(X_i^T W_i X_i)
     + l2`` with ``W_i`` the rows' weights, ``1/n`` by default; the largest over machines)."""
     n = X.shape[1]
     w = np.full((X.shape[0], n), 1.0 / n) if weights is None else weights
-    return CURVATURE[loss] * max(float(np.linalg.norm(X[i] * np.sqrt(w[i])[:, None], 2)) ** 2
+    return curvature_bound(loss) * max(float(np.linalg.norm(X[i] * np.sqrt(w[i])[:, None], 2)) ** 2
                                  for i in range(X.shape[0])) + l2
 
 
