@@ -102,6 +102,8 @@ def test_committed_record_is_its_tables_analysis(path):
     study = get(rec.id)
     params = study.config(rec.preset).values
     table = UNITS[rec.id](rec) if rec.id in UNITS else _read(f"{rec.id}_{rec.preset}.csv")
+    # the study's words (its Markdown beside the module) are the record's
+    assert (study.title, study.claim, study.location) == (rec.title, rec.claim, rec.location)
     v = study.analyze(table, params, lambda key: unit_rng(rec.seed, rec.id, "analyze_" + key))
     assert v.verdict == rec.verdict
     pd.testing.assert_frame_equal(_numbers(v.numbers), rec.numbers, check_dtype=False)

@@ -63,7 +63,7 @@ from .. import config as _loader
 from .._paths import atomic_write, plain_name
 from .._validation import check_bool
 from ..config import PRESETS
-from ..harness.store import UnitStore
+from ..runner.store import UnitStore
 from ..runner import json_default
 from ..stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED
 
@@ -491,14 +491,16 @@ class Study:
     four functions described in the module docstring."""
 
     id: str
-    title: str
-    claim: str
-    location: str
-    schema: dict
-    units: Callable
-    compute: Callable
-    analyze: Callable
-    figure: Callable
+    #: a few words, the claim's sentence and where the paper states it: given here, or read from
+    #: the study's ``words`` (its ``title``, ``claim`` and ``location`` sections)
+    title: str | None = None
+    claim: str | None = None
+    location: str | None = None
+    schema: dict | None = None
+    units: Callable | None = None
+    compute: Callable | None = None
+    analyze: Callable | None = None
+    figure: Callable | None = None
     kind: str = CLAIM
     #: its place in ``paper_checks.md`` (ascending; ties by ID): the paper's order of claims
     order: int = 1000
@@ -512,9 +514,21 @@ class Study:
     decide: Callable | None = None
     #: the paper whose claim it checks, one of :data:`PAPERS`
     paper: str = "IFCA"
+    #: the study's prose (:class:`~mixlinreg.theory.words.Words`, from the Markdown file beside
+    #: its module): title, claim, location, summary templates, caveats, sensitivity labels
+    words: object = None
 
     def __post_init__(self):
         plain_name("study ID", self.id)
+        for key in ("title", "claim", "location"):
+            if getattr(self, key) is None:
+                if self.words is None or not self.words.has(key):
+                    raise ValueError(f"study {self.id}: {key} is needed, given or as the section "
+                                     f"'## {key}' of its words")
+                object.__setattr__(self, key, self.words.text(key))
+        for key in ("schema", "units", "compute", "analyze", "figure"):
+            if getattr(self, key) is None:
+                raise ValueError(f"study {self.id}: {key} is needed")
         if self.paper not in PAPERS:
             raise ValueError(f"study {self.id}: paper must be one of {tuple(PAPERS)}, got "
                              f"{self.paper!r}")

@@ -23,7 +23,11 @@ from .. import bounds
 from ..study import INCONCLUSIVE, combine
 from ..convex import (D, K, LOSS_SETUPS, constants_piece, draw_cluster_data, init_at_distance,
                       theta_star_of, transient_mask)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: t2.md beside this module
+WORDS = words(__file__)
 
 SCHEMA = {
     "params": {
@@ -156,11 +160,6 @@ def _with_verdicts(fits, verdicts):
     return out
 
 
-def _at(params, key, value):
-    """``params`` with ``margins[key]`` set to ``value`` (a neighbouring threshold)."""
-    return {**params, "margins": {**params["margins"], key: value}}
-
-
 def analyze(table, params, rng):
     mg = params["margins"]
     measured = measure(table, mg["floor_mult"], rng)
@@ -176,58 +175,35 @@ def analyze(table, params, rng):
         "1-factor": fits["rate"].round(3), "p*lam/(8L)": fits["rate_bound"].round(4),
         "p_j*lam/L": fits["rate_gd"].round(3), "looseness": fits["looseness"].round(1),
         "verdict": fits["verdict"]})
-    sens = [
-        sensitivity_line("transient threshold floor_mult", mg["floor_mult"],
-                         lambda v: decide(measure(table, v, rng), params).verdict,
-                         mg["floor_mult_neighbours"]),
-        sensitivity_line("margin above the bound", mg["margin"],
-                         lambda v: decide(measured, _at(params, "margin", v)).verdict,
-                         mg["margin_neighbours"]),
-    ]
+
+    def verdict_at(q, key):  # floor_mult changes the measurement; the margin only the decision
+        again = measure(table, q["margins"]["floor_mult"], rng) if key == "floor_mult" else measured
+        return decide(again, q).verdict
+
     return Verdict(decision.verdict, numbers, _summary(table, fits, decision),
-                   caveats=_caveats(fits, mg), sensitivity=sens, tables={"_fits.csv": fits})
+                   caveats=WORDS.items("caveats", floor_mult=mg["floor_mult"],
+                                       mis_min=fits["mis_transient"].min(),
+                                       mis_max=fits["mis_transient"].max()),
+                   sensitivity=sensitivity_lines(WORDS, params, verdict_at),
+                   tables={"_fits.csv": fits})
 
 
 def _summary(table, fits, decision):
-    cons = table.groupby("loss", sort=False)[["lam", "L", "delta", "radius"]].first()
-    cl = [f"{loss}: lambda = {c.lam:.3g}, L = {c.L:.3g}, Delta = {c.delta:.3g}, ball radius "
-          f"{c.radius:.3g}" for loss, c in cons.iterrows()]
     if "closest" not in decision.numbers:
-        return "No configuration had a transient of at least 2 data sets: nothing to measure."
+        return WORDS.text("summary.nothing measured")
+    cons = table.groupby("loss", sort=False)[["lam", "L", "delta", "radius"]].first()
+    constants = "; ".join(WORDS.text("constants", loss=loss, lam=c.lam, L=c.L, delta=c.delta,
+                                     radius=c.radius) for loss, c in cons.iterrows())
     f = fits[fits["factor"].notna()]
     worst = f.loc[decision.numbers["closest"]]
-    return (
-        f"In every configuration the measured per-step contraction is compared with "
-        f"1 - p lambda/(8L) ({'; '.join(cl)}). The closest case is {worst['loss']} with "
-        f"p_j = {worst['p_j']:.2f}, n' = {int(worst['n_prime'])}: measured "
-        f"{Fit(worst['factor'], worst['lo'], worst['hi'], int(worst['seeds_used'])).fmt()} "
-        f"against the bound {worst['bound']:.4f}. The measured rate 1 - factor is "
-        f"{f['looseness'].min():.1f} to {f['looseness'].max():.1f} times the bound's "
-        f"p lambda/(8L) and {(f['rate'] / f['rate_gd']).min():.1f} to "
-        f"{(f['rate'] / f['rate_gd']).max():.1f} times the gradient-descent worst-direction "
-        f"value p_j lambda/L; the looseness is 8 (the proof's constant) x p_j/p (the bound "
-        f"uses p = min_j p_j) x that last ratio. Single transient steps: the largest ratio "
-        f"e_(t+1)/e_t is {f['max_step_ratio'].max():.3f}, and "
-        f"{100 * f['frac_steps_above_bound'].max():.1f}% of the steps (worst configuration) "
-        f"are above the bound's factor. The rule is weak: with the bound this loose, only a "
-        f"contraction slower than 1 - p lambda/(8L) could contradict it.")
-
-
-def _caveats(fits, mg):
-    return [
-        "lambda and L are the extreme Hessian eigenvalues of the Monte Carlo population loss on "
-        "the ball of Theorem 2 around the population minimizers (Assumption 3 asks for global "
-        "constants; globally the logistic loss is only l2-strongly convex, which would make the "
-        "bound even looser).",
-        f"The contraction is measured on steps whose next error is above {mg['floor_mult']:g}x "
-        "the run's floor, so the additive eps0 (unknown constants) can inflate the measured "
-        "factor by at most about a fifth of the error; the rule is therefore conservative.",
-        "Distances are to the population minimizers theta_pop (which differ from the generating "
-        "theta* because of the ridge), computed by a one-dimensional Monte Carlo root search.",
-        f"Misclassification in the first steps (fraction of machines of the cluster put "
-        f"elsewhere, t <= 3) ranged {fits['mis_transient'].min():.3f} to "
-        f"{fits['mis_transient'].max():.3f}.",
-    ]
+    gd = f["rate"] / f["rate_gd"]
+    return WORDS.text(
+        "summary", constants=constants, loss=worst["loss"], p_j=worst["p_j"],
+        n_prime=int(worst["n_prime"]),
+        factor=Fit(worst["factor"], worst["lo"], worst["hi"], int(worst["seeds_used"])).fmt(),
+        bound=worst["bound"], loose_min=f["looseness"].min(), loose_max=f["looseness"].max(),
+        gd_min=gd.min(), gd_max=gd.max(), max_step_ratio=f["max_step_ratio"].max(),
+        above_pct=100 * f["frac_steps_above_bound"].max())
 
 
 def figure(table, verdict, params):
@@ -270,14 +246,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="T2", order=50,
-    title="Theorem 2: contraction 1 - p lambda / (8 L)",
-    claim=("With step 1/L and every model within (1/2 - alpha) sqrt(lambda/L) Delta of its "
-           "cluster's minimizer, one IFCA step gives ||theta_j^+ - theta*_j|| <= "
-           "(1 - p lambda/(8L)) ||theta_j - theta*_j|| + eps0."),
-    location=("Theorem 2, Section 5.2 of the long version (proof in Appendix C); in the NeurIPS "
-              "version the per-iteration contraction is the unnumbered display after its Theorem 2 "
-              "(Section 5.2; proof in its Appendix B), from models within (1/4) sqrt(lambda/L) "
-              "Delta, with error O~(1/sqrt(m n') + 1/n' + 1/(n' sqrt(m)))"),
+    id="T2", order=50, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
