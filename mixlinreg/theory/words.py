@@ -169,15 +169,19 @@ def words(module_file) -> Words:
     return _CACHE[key]
 
 
-def sensitivity_lines(text: Words, params, verdict_at: Callable, **values) -> list:
+def sensitivity_lines(text: Words, params, verdict_at: Callable, *, made_by_study=(),
+                      **values) -> list:
     """One sensitivity line per margin of ``params`` that has neighbours, in the order of
     ``text``'s ``sensitivity`` section: the verdict at each neighbouring value ``v`` is
     ``verdict_at(params with margins[key] = v, key)`` (the same measurements re-read, or
-    measured again where ``key`` changes the measurement: the study's closure decides)."""
+    measured again where ``key`` changes the measurement: the study's closure decides).
+    ``made_by_study``: margins whose lines the study writes itself (a line over several margins
+    at once, say), left out here; ``values`` fill the labels' ``{names}``."""
     from .study import sensitivity_line, with_margin
 
     mg = params["margins"]
-    keys = [k[: -len("_neighbours")] for k in mg if k.endswith("_neighbours")]
+    keys = [k[: -len("_neighbours")] for k in mg
+            if k.endswith("_neighbours") and k[: -len("_neighbours")] not in made_by_study]
     labels = text.labels("sensitivity", **values)
     missing = [k for k in keys if k not in labels]
     extra = [k for k in labels if k not in keys]
