@@ -46,7 +46,7 @@ try:
         pairwise_dist,
     )
 except KeyboardInterrupt:  # Ctrl-C while the package loads (numba, the kernels: a second or two)
-    from ._cli_faults import interrupted_while_loading
+    from ._env import interrupted_while_loading
 
     interrupted_while_loading()  # in the mixlinreg command: one line, exit 130; elsewhere re-raised
     raise

@@ -151,23 +151,6 @@ def _on_sigint(state, signum=signal.SIGINT):
         return None
 
 
-def interrupted_while_loading():
-    """A Ctrl-C arrived while ``mixlinreg`` was being imported. In the ``mixlinreg`` command (the
-    console script, or ``python -m mixlinreg.cli``) end it as any Ctrl-C: one line, exit 130;
-    anywhere else return, and the caller re-raises the KeyboardInterrupt (a library must not
-    exit its user's program)."""
-    script = os.path.basename(sys.argv[0]) in ("mixlinreg", "mixlinreg.exe") if sys.argv else False
-    # python -m mixlinreg.cli: while the package loads, argv[0] is "-m"
-    module = sys.argv[:1] == ["-m"] and "mixlinreg.cli" in getattr(sys, "orig_argv", [])
-    if not (script or module):
-        return
-    try:
-        print("mixlinreg: interrupted (Ctrl-C) while loading; nothing was run", file=sys.stderr)
-    except (OSError, ValueError):
-        pass
-    raise SystemExit(130)
-
-
 def _swallowed_in(frame, depth=64):
     """Whether an exception raised in ``frame`` would be printed and ignored: in a callback of
     numba's compiler (llvmlite), or in a finalizer at any depth (``__del__``, a ``weakref``

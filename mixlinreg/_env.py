@@ -4,15 +4,18 @@ Every place that splits work between processes and threads asks :func:`usable_co
 :func:`numba_threads` for the numba thread pool), so that a limit set by the user
 (``NUMBA_NUM_THREADS``, ``OMP_NUM_THREADS``), by the scheduler (CPU affinity) or by a container
 (cgroup v2 ``cpu.max``, cgroup v1 ``cpu.cfs_quota_us``) is respected instead of crashing a command.
+And :func:`interrupted_while_loading`: whether this process is the ``mixlinreg`` command, for a
+Ctrl-C that lands while the package is imported.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from pathlib import Path
 
-__all__ = ["usable_cores", "numba_threads", "cpu_limits"]
+__all__ = ["usable_cores", "numba_threads", "cpu_limits", "interrupted_while_loading"]
 
 _CGROUP_V2 = Path("/sys/fs/cgroup/cpu.max")
 _CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
@@ -87,3 +90,20 @@ def numba_threads(n_jobs=1):
     per_job = max(1, usable_cores() // max(1, int(n_jobs)))
     pool = cpu_limits()["NUMBA_NUM_THREADS"]
     return max(1, min(per_job, pool)) if pool else per_job
+
+
+def interrupted_while_loading():
+    """A Ctrl-C arrived while ``mixlinreg`` was being imported. In the ``mixlinreg`` command (the
+    console script, or ``python -m mixlinreg.cli``) end it as any Ctrl-C: one line, exit 130;
+    anywhere else return, and the caller re-raises the KeyboardInterrupt (a library must not
+    exit its user's program)."""
+    script = os.path.basename(sys.argv[0]) in ("mixlinreg", "mixlinreg.exe") if sys.argv else False
+    # python -m mixlinreg.cli: while the package loads, argv[0] is "-m"
+    module = sys.argv[:1] == ["-m"] and "mixlinreg.cli" in getattr(sys, "orig_argv", [])
+    if not (script or module):
+        return
+    try:
+        print("mixlinreg: interrupted (Ctrl-C) while loading; nothing was run", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(130)

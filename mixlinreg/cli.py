@@ -372,7 +372,7 @@ def _check(args):
 
 
 def _regenerate(args):
-    from .derived import regenerate
+    from .theory.derived import regenerate
 
     found = regenerate(args.root, check=args.check)
     for path, block in found:

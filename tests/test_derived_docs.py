@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mixlinreg import derived
+from mixlinreg.theory import derived
 from mixlinreg.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def test_every_page_has_its_blocks():
 
 
 def _copy(tmp_path):
-    """The records, the report and the pages of :data:`mixlinreg.derived.PAGES` in ``tmp_path``."""
+    """The records, the report and the pages of :data:`mixlinreg.theory.derived.PAGES` in ``tmp_path``."""
     (tmp_path / derived.RECORDS).mkdir(parents=True)
     for rec in (ROOT / derived.RECORDS).glob("*.json"):
         shutil.copy(rec, tmp_path / derived.RECORDS / rec.name)

@@ -22,8 +22,8 @@ def test_readme_is_a_front_page():
     text = README.read_text()
     assert len(text.splitlines()) <= 250, "the README is a front page; details go into docs/"
     assert _sections(text) == ["Quickstart", "The paper's synthetic figure",
-                               "What the theory checks found", "Documentation", "References",
-                               "License"]
+                               "What the theory checks found", "Documentation", "Where things are",
+                               "References", "License"]
     assert "![Figure 2, paper preset" in text and "(figures/fig2_paper.png)" in text
     docs = text.split("## Documentation")[1].split("\n## ")[0]
     for page in ("getting_started.rst", "user_guide.md", "figure2.md", "theory_checks.md",

@@ -128,7 +128,7 @@ def report_presets(src: Sources) -> str:
 
 def report_notes(src: Sources) -> str:
     """``"D1 is a reproducibility note, not a claim, and is not counted among the verdicts"``."""
-    from .theory.study import NOTE
+    from .study import NOTE
 
     notes = [sid for sid, r in src.results.items() if r.kind == NOTE]
     if not notes:
@@ -143,8 +143,8 @@ def report_notes(src: Sources) -> str:
 def study_counts(src: Sources) -> str:
     """``"26 studies (25 claims and 1 reproducibility note): 18 of the IFCA paper, ..."``; a study
     without a record counts by its module (as the report lists it, *not run*)."""
-    from .theory.studies import get
-    from .theory.study import NOTE, PAPERS
+    from .studies import get
+    from .study import NOTE, PAPERS
 
     papers, kinds = [r.paper for r in src.results.values()], [r.kind for r in src.results.values()]
     papers += [get(sid).paper for sid in src.missing]
@@ -163,8 +163,8 @@ GENERATORS = {"verdict-tables": verdict_tables, "report-presets": report_presets
 
 # ----------------------------------------------------------------------------- the one step
 def _sources(root: Path) -> Sources:
-    from .theory.report import load_results, report_text
-    from .theory.studies import ids
+    from .report import load_results, report_text
+    from .studies import ids
 
     out = root / RECORDS
     if not out.is_dir():
@@ -191,7 +191,7 @@ def _page(text: str, page: str, names, src: Sources):
                          f"{sorted(GENERATORS)}")
     if got != list(names):
         raise ValueError(f"{page}: its derived blocks are {got}, expected {list(names)} in this "
-                         "order (mixlinreg.derived.PAGES)")
+                         "order (mixlinreg.theory.derived.PAGES)")
     parts, stale, at = [], [], 0
     for b in found:
         old, new = text[b.start:b.stop], GENERATORS[b.name](src)
@@ -220,7 +220,7 @@ def regenerate(root=".", check=False) -> list:
     whole file, ``paper_checks.md``); with ``check``, nothing is written. Every file is checked
     to be writable before any is written, and each is written atomically.
     """
-    from ._paths import atomic_write, output_file
+    from .._paths import atomic_write, output_file
 
     root = Path(root)
     src = _sources(root)
