@@ -47,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 KER, GRAM, LOSS = "mixlinreg/_kernels.py", "mixlinreg/_gram.py", "mixlinreg/losses.py"
 MET, SUC = "mixlinreg/metrics.py", "mixlinreg/harness/success.py"
-STORE = "mixlinreg/harness/store.py"
+STORE = "mixlinreg/harness/store.py"  # Figure 2's ResultStore
+UNIT_STORE = "mixlinreg/runner/store.py"  # the runner's UnitStore (claims, records)
 STATS, ST = "mixlinreg/stats.py", "mixlinreg/theory/studies/"
 KT = "tests/test_mutation_kills.py"
 
@@ -213,13 +214,13 @@ MUTANTS = [
       'lo, hi = wilson_interval(out[f"succ_{r}"], out["trials"])', _S,
       "the success intervals ignore the confidence asked for"),
     # ------------------------------------------------------------------ the store's checks
-    M("T01", STORE, 'if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):',
+    M("T01", UNIT_STORE, 'if rec.get("sha256") != _sha256(data) or rec.get("bytes") != len(data):',
       'if rec.get("bytes") != len(data):', _T,
       "a unit changed in place (same length) passes its checksum record"),
-    M("T02", STORE, 'if self.tag is not None and rec.get("tag") is not None and rec.get("tag")',
+    M("T02", UNIT_STORE, 'if self.tag is not None and rec.get("tag") is not None and rec.get("tag")',
       'if self.tag is None and rec.get("tag") is not None and rec.get("tag")', _T,
       "a unit of another config is counted as done"),
-    M("T03", STORE, 'if not data.endswith(b"\\n"):', "if False:", _T,
+    M("T03", UNIT_STORE, 'if not data.endswith(b"\\n"):', "if False:", _T,
       "a unit cut off mid-line (no record) is accepted"),
     M("T04", STORE, 'if set(df["unit"].astype(str)) != {unit_id}:',
       'if not set(df["unit"].astype(str)):', _T,
@@ -229,9 +230,9 @@ MUTANTS = [
     M("T06", STORE, 'and have is not None and have.get("hash") != want["hash"]:',
       'and have is not None and have.get("hash") is None:', _T,
       "a store folder of another config is reused"),
-    M("T07", STORE, "if len(df) != want:", "if len(df) > want:", _T,
+    M("T07", UNIT_STORE, "if len(df) != want:", "if len(df) > want:", _T,
       "a unit with too few rows (no record) is accepted"),
-    M("T08", STORE, 'if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):',
+    M("T08", UNIT_STORE, 'if self.rows is not None and rec.get("rows") != int(self.rows(unit_id)):',
       "if False:", _T,
       "a unit whose record holds the wrong row count is accepted"),
     # ------------------------------------------------------------------ the statistics

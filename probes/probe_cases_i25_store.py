@@ -244,7 +244,7 @@ def _tamper_case(kind, op_name):
     """Tamper with a finished store, rerun: the rows must equal the untouched run's, and each
     affected unit be named by a one-line warning that says it is recomputed (a unit without a
     record that the store can prove from its rows, as Figure 2's, may be accepted silently)."""
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
 
     troot, clean, tfolder, units = _template(kind)
     oroot, _, ofolder, _ = _template(kind, 1)
@@ -271,7 +271,7 @@ def _tamper_case(kind, op_name):
 def _record_names_other_store():
     """A toy workload's record edited to name another store (same config tag)."""
     from mixlinreg import runner
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
     from mixlinreg.runner import Workload
 
     wl = Workload(name="toy", preset="smoke", key={"a": 1}, units=("u0", "u1"), compute=_toy_rows,
@@ -552,7 +552,7 @@ def _sleeper(seconds):
 def _lock_case(kind, who):
     """Another process holds a fresh claim on a unit; the run waits for it, says which unit,
     host and pid it waits on and for how long, then takes it over once the claim dies."""
-    from mixlinreg.harness.store import _HOST, STALE_AFTER
+    from mixlinreg.runner.store import _HOST, STALE_AFTER
 
     troot, clean, tfolder, units = _template(kind)
     with _sandbox() as d:
@@ -622,7 +622,7 @@ def _run_polling(kind, root):
 def _study_context_lock():
     """A study unit computed through ``Context.unit`` (``UnitStore.get_or_compute``) whose claim
     another live process holds."""
-    from mixlinreg.harness.store import _HOST
+    from mixlinreg.runner.store import _HOST
     from mixlinreg.theory import Context
 
     def compute():

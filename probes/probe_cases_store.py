@@ -155,7 +155,7 @@ def _damage_cases():
 
 def _harness_damage(damage, legacy):
     from mixlinreg.harness import run_experiment, success_table
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
 
     clean = _clean_table()
     with _sandbox() as d:
@@ -244,7 +244,7 @@ def _other_config_unit(with_record):
 
 
 def _study_damage(kind):
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
     from mixlinreg.theory import Context
 
     calls = []
@@ -277,7 +277,7 @@ def _study_damage(kind):
 
 def _compare_damage():
     import mixlinreg.compare as cmp
-    from mixlinreg.harness.store import DamagedUnitWarning
+    from mixlinreg.runner.store import DamagedUnitWarning
 
     with _sandbox() as d:
         sc = cmp.scenarios("smoke")[:1]
@@ -337,7 +337,7 @@ def _n_reproduce_processes(n):
 _WORKER = textwrap.dedent("""
     import os, sys, time
     import pandas as pd
-    from mixlinreg.harness.store import UnitStore
+    from mixlinreg.runner.store import UnitStore
     store = UnitStore(sys.argv[1])
     for i in range(5):
         def compute(i=i):
@@ -384,7 +384,7 @@ def _two_check_processes():
 
 def _stale_lock(kind):
     from mixlinreg.harness import run_experiment
-    from mixlinreg.harness.store import _HOST
+    from mixlinreg.runner.store import _HOST
 
     clean = _clean_table()
     with _sandbox() as d:
@@ -434,7 +434,7 @@ def _sigkill_resume():
 
 def _live_temp_file_survives():
     from mixlinreg.harness import ResultStore
-    from mixlinreg.harness.store import _HOST
+    from mixlinreg.runner.store import _HOST
 
     with _sandbox() as d:
         exp = _exp(d)
