@@ -48,7 +48,11 @@ from ...ifca import ifca
 from ..convex import D, LOSS_SETUPS, draw_cluster_data, init_at_distance, theorem2_radius, \
     theta_star_of
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     combine, sensitivity_line, with_margin)
+                     combine, with_margin)
+from ..words import sensitivity_lines, words
+
+#: the study's prose: t2f.md beside this module
+WORDS = words(__file__)
 
 #: the variables, their hard direction (+1: the bound grows as it increases) and their labels
 VARIABLES = {"p": -1, "Delta": -1, "k": 1, "delta": -1, "n_prime": -1, "m": -1}
@@ -437,7 +441,7 @@ def decide(checks, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-_at = with_margin  # params with one margin moved (study.with_margin)
+_at = with_margin  # params with one margin moved (study.with_margin; the tests use this name)
 
 
 def one_constant(cellrows, params):
@@ -478,25 +482,18 @@ def bound_terms_at(row, delta, delta_base):
 
 
 def analyze(table, params, rng):
-    mg = params["margins"]
     cellrows, boot = measure(table, params, rng)
     checks = slopes(cellrows, boot, params)
     dec = decide(checks, params)
     checks = checks.assign(verdict=dec.numbers["verdicts"])
     const = one_constant(cellrows, params)
-    sens = [
-        sensitivity_line("slope margin", mg["slope_margin"],
-                         lambda v: decide(checks, _at(params, "slope_margin", v)).verdict,
-                         mg["slope_margin_neighbours"]),
-        sensitivity_line("bootstrap confidence", mg["confidence"],
-                         lambda v: decide(slopes(cellrows, boot, params, confidence=v),
-                                          params).verdict, mg["confidence_neighbours"]),
-        sensitivity_line("largest delta of the delta fit", mg["delta_fit_max"],
-                         lambda v: decide(slopes(cellrows, boot, params, delta_fit_max=v),
-                                          params).verdict, mg["delta_fit_max_neighbours"]),
-    ]
+
+    def verdict_at(q, key):  # the slope margin re-reads the checks; the others re-fit the slopes
+        return decide(checks if key == "slope_margin" else slopes(cellrows, boot, q), q).verdict
+
     return Verdict(dec.verdict, _numbers(checks), _summary(cellrows, checks, const, dec, params),
-                   caveats=_caveats(cellrows, checks, params), sensitivity=sens,
+                   caveats=_caveats(cellrows, params),
+                   sensitivity=sensitivity_lines(WORDS, params, verdict_at),
                    tables={"_cells.csv": cellrows, "_slopes.csv": checks, "_constant.csv": const},
                    scope=_scope(dec))
 
@@ -519,7 +516,7 @@ def _numbers(checks):
 
 def _scope(dec):
     by = dec.numbers["by_variable"]
-    return "; ".join(f"{LABELS[v]}: {w}" for v, w in by.items())
+    return "; ".join(WORDS.text("scope", variable=LABELS[v], verdict=w) for v, w in by.items())
 
 
 def _summary(cellrows, checks, const, dec, params):
@@ -527,80 +524,46 @@ def _summary(cellrows, checks, const, dec, params):
     base = cellrows[cellrows["cell"] == cells(p)[1]["delta"][0]]
     db = p["delta_base"]
     cons = "; ".join(
-        f"{r['loss']}: lambda = {r['lam']:.3g}, L = {r['L']:.3g}, eta^2 = {r['eta2']:.3g}, "
-        f"v^2 = {r['v2']:.3g}, Delta = {r['delta']:.3g}, alpha = {r['alpha_eff']:.3g}"
+        WORDS.text("constants", loss=r["loss"], lam=r["lam"], L=r["L"], eta2=r["eta2"],
+                   v2=r["v2"], delta=r["delta"], alpha=r["alpha_eff"])
         for _, r in base[base["cluster"] == 0].iterrows())
-    e0 = "; ".join(f"{r['loss']} j={r['cluster']}: {r[f'eps0_{db:g}']:.3g} (floor "
-                   f"{r['floor']:.3g}, rho = {r['rho']:.4f})" for _, r in base.iterrows())
-    out = [f"Base cell (p = 1/2, k = 2, n' = {p['n_prime']}, m = {p['m']}; {cons}): "
-           f"eps0_hat({db:g}) = {e0}."]
+    e0 = "; ".join(WORDS.text("eps0", loss=r["loss"], cluster=r["cluster"], eps0=r[f"eps0_{db:g}"],
+                              floor=r["floor"], rho=r["rho"]) for _, r in base.iterrows())
+    out = [WORDS.text("summary.base", n_prime=p["n_prime"], m=p["m"], constants=cons,
+                      delta_base=db, eps0=e0)]
     per = []
     for var in VARIABLES:
         c = checks[(checks["variable"] == var) & checks["growth"].notna()]
         if len(c):
-            per.append(f"{LABELS[var]} {c['growth'].min():.2f} to {c['growth'].max():.2f} "
-                       f"(bound allows {c['allowance'].min():.2f} to {c['allowance'].max():.2f})")
-    out.append("Growth exponents of eps0_hat in the hard direction (p, Delta, delta, n', m "
-               "decreasing, k increasing), against the largest of the bound's three terms "
-               f"(margin {nb['margin']:g}): " + "; ".join(per) + ".")
+            per.append(WORDS.text("growth", variable=LABELS[var], growth_min=c["growth"].min(),
+                                  growth_max=c["growth"].max(), allow_min=c["allowance"].min(),
+                                  allow_max=c["allowance"].max()))
+    out.append(WORDS.text("summary.growth", margin=nb["margin"], growths="; ".join(per)))
     if "closest" in nb:
         r = checks.loc[nb["closest"]]
-        out.append(f"Closest check: {r['loss']} j={r['cluster']} in {LABELS[r['variable']]}, "
-                   f"growth {_fmt(r['growth'], r['growth_lo'], r['growth_hi'])} against "
-                   f"{r['allowance']:.3g}.")
-    out.append("One constant for every cell: c_hat = max eps0_hat/shape is " + "; ".join(
-        f"{r['loss']} j={r['cluster']}: {r['c_hat']:.3g} (spread max/min {r['spread']:.3g}, "
-        f"loosest along {LABELS[r['loosest']]}, x{r['spread_' + r['loosest']]:.3g})"
-        for _, r in const.iterrows()) + ".")
+        out.append(WORDS.text("summary.closest", loss=r["loss"], cluster=r["cluster"],
+                              variable=LABELS[r["variable"]],
+                              growth=_fmt(r["growth"], r["growth_lo"], r["growth_hi"]),
+                              allowance=r["allowance"]))
+    out.append(WORDS.text("summary.constant", c_hats="; ".join(
+        WORDS.text("c_hat", loss=r["loss"], cluster=r["cluster"], c_hat=r["c_hat"],
+                   spread=r["spread"], loosest=LABELS[r["loosest"]],
+                   loosest_spread=r["spread_" + r["loosest"]])
+        for _, r in const.iterrows())))
     fb = cellrows["floor"] / cellrows["final_bound"]
-    out.append(f"The floors are {fb.min():.3g} to {fb.max():.3g} times eps0_hat({db:g}) / "
-               "(1 - rho) = 8L/(p lambda) eps0_hat, the final error the per-step bound implies.")
+    out.append(WORDS.text("summary.floors", fb_min=fb.min(), fb_max=fb.max(), delta_base=db))
     return " ".join(out)
 
 
-def _caveats(cellrows, checks, params):
+def _caveats(cellrows, params):
     p = params["params"]
-    mg = params["margins"]
-    left = int(cellrows["steps_left_out"].sum())
-    return [
-        "delta: the theorem's 1/delta and 1/delta^{3/2} come from Markov's inequality on the "
-        "gradient noise (eqs. (23), (28)) and on the count of misassigned machines (31), after "
-        "Chebyshev in Lemma 3 (delta_0 = delta/4, delta_1 = delta/(4k), delta_2 = delta/4): "
-        "worst cases for any finite variance. The excesses here are light-tailed, so their "
-        "1 - delta quantile grows like sqrt(log(1/delta)), far slower; the delta fit uses "
-        f"delta <= {mg['delta_fit_max']:g} because the median excess sits near "
-        "(1 - rho) x the floor (a stationary error's step difference is symmetric), a near "
-        "cancellation whose logarithm says nothing about the tail.",
-        f"The models start at {p['start_frac']:g} x Theorem 2's radius from theta_pop (inside "
-        f"the ball, near the floor) and the first {p['burn']} iterations are dropped, so the "
-        "excesses are those of the stationary regime; from the ball's edge the transient "
-        "contracts faster than rho (study T2) and its excesses are negative. Drift of the error "
-        f"over the measured window (mean of the last half / first half): "
-        f"{cellrows['drift'].min():.3g} to {cellrows['drift'].max():.3g}. Steps left out "
-        f"(some model outside the ball): {left}.",
-        "The shape rule reads an upper bound with unknown constants: a decay, or a growth slower "
-        "than the bound's, is consistent with it; a growth faster than every term's over the "
-        "design is evidence against the shape but not a proof (the bound may be loose at the "
-        "easy end of a range). The misassignment term decays in practice like exp(-c n' "
-        "Delta^4) rather than 1/n' (Chebyshev), which can be locally steeper.",
-        "p: the proof bounds the step on cluster j's gradient noise by 1/L (gamma_hat <= 1/L "
-        "before eq. (24)) and |S_j cap S_j*| from below by p m/4, hence v/(delta L sqrt(p m "
-        "n')); with the 1/m average that step is about p_j/L, so the noise moves a model by "
-        "about v sqrt(p_j)/(L sqrt(m n')): the small cluster's eps0_hat falls as p does.",
-        "k: with equal clusters p = 1/k, so the bound grows like k^{1/2} (first term) to "
-        "k^{3/2} (third); the k^{3/2} is the union bound over k clusters (delta_1 = "
-        "delta/(4k)). Delta: lambda, L, eta, v and the ball move with R (re-evaluated per R); "
-        f"alpha is the start ball's alpha_eff ({cellrows['alpha_eff'].min():.3g} to "
-        f"{cellrows['alpha_eff'].max():.3g}), valid for every measured step.",
-        "Assumption 6's n' >~ k eta^2/(alpha0^2 lambda^2 Delta^4) has an unknown constant: "
-        f"n' alpha0^2 lambda^2 Delta^4/(k eta^2) is {cellrows['assumption6_ratio'].min():.3g} "
-        f"to {cellrows['assumption6_ratio'].max():.3g} over the cells; the fraction of a "
-        f"cluster's machines misassigned per step is {cellrows['mis'].min():.3g} to "
-        f"{cellrows['mis'].max():.3g}.",
-        "lambda, L, eta^2, v^2 are Monte Carlo extremes over Theorem 2's ball around theta_pop "
-        "(the population minimizers, which differ from theta* by the ridge); their error moves "
-        "the allowance in Delta slightly, not the other variables' exponents.",
-    ]
+    return WORDS.items(
+        "caveats", delta_fit_max=params["margins"]["delta_fit_max"], start_frac=p["start_frac"],
+        burn=p["burn"], drift_min=cellrows["drift"].min(), drift_max=cellrows["drift"].max(),
+        left=int(cellrows["steps_left_out"].sum()), alpha_min=cellrows["alpha_eff"].min(),
+        alpha_max=cellrows["alpha_eff"].max(), a6_min=cellrows["assumption6_ratio"].min(),
+        a6_max=cellrows["assumption6_ratio"].max(), mis_min=cellrows["mis"].min(),
+        mis_max=cellrows["mis"].max())
 
 
 # ------------------------------------------------------------------------------ figure
@@ -652,16 +615,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="T2F", order=54,
-    title="Theorem 2: the additive term eps0 in p, Delta, k, delta, n' and m",
-    claim=("With step 1/L and models within (1/2 - alpha) sqrt(lambda/L) Delta of the truth, for "
-           "a fixed j, with probability at least 1 - delta, ||theta_j^+ - theta*_j|| <= "
-           "(1 - p lambda/(8L)) ||theta_j - theta*_j|| + eps0, eps0 <~ v/(delta L sqrt(p m n')) "
-           "+ eta^2/(delta alpha^2 lambda^2 Delta^4 n') + v eta k^{3/2}/(delta^{3/2} alpha "
-           "lambda L Delta^2 sqrt(m) n')."),
-    location=("Theorem 2, Section 5.2 of the long version (proof in Appendix C, eq. (33) and the "
-              "choice of delta_0, delta_1, delta_2 after it); in the NeurIPS version the "
-              "per-iteration contraction displayed after its Theorem 2 (Section 5.2; proof in its "
-              "Appendix B), where the additive term is written O~(1/sqrt(m n') + 1/n' + "
-              "1/(n' sqrt(m)))"),
+    id="T2F", order=54, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
