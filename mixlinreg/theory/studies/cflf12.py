@@ -70,7 +70,11 @@ from ...baselines import cfl, cosine_similarities
 from ...config import Spec
 from ...losses import CODES, derivative_array
 from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, bootstrap, verdict_at_least, wilson_interval
-from ..study import Decision, Study, Verdict, combine, sensitivity_line
+from ..study import Decision, Study, Verdict, combine
+from ..words import sensitivity_lines, words
+
+#: the study's prose: cflf12.md beside this module
+WORDS = words(__file__)
 
 FIG2_CASES = ("incongruent", "congruent")
 XOR_CASES = ("xor", "flip")
@@ -431,19 +435,9 @@ def decide(meas, params):
     return Decision(combine([q["verdict"] for q in parts.values()]), numbers)
 
 
-def _at(params, **changes):
-    return {"params": params.get("params", {}), "margins": dict(params["margins"], **changes)}
-
-
 def sensitivity(meas, params):
     """The verdict at the neighbouring values of every threshold (:func:`decide` there)."""
-    mg = params["margins"]
-    names = (("tol", "congruent norm tolerance"), ("floor", "incongruent norm floor"),
-             ("cos_eps", "cosine epsilon"), ("rate_target", "Figure 2 rate target"),
-             ("split_target", "split rate target"), ("gain_margin", "accuracy gain margin"))
-    return [sensitivity_line(what, mg[key],
-                             lambda v, key=key: decide(meas, _at(params, **{key: v})).verdict,
-                             mg[key + "_neighbours"]) for key, what in names]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(meas, q).verdict)
 
 
 def _rate_txt(q):
@@ -481,30 +475,26 @@ def _numbers(meas, decision):
 
 
 def _summary(meas, decision, p):
-    parts = decision.numbers["parts"]
+    nb, parts = decision.numbers, decision.numbers["parts"]
     ci, cc = parts["Fig. 2 incongruent"], parts["Fig. 2 congruent"]
     lo_inc, hi_con = float(np.min(meas["incongruent_min"])), float(np.max(meas["congruent_max"]))
-    text = (f"Figure 2 ({p['fig2_rounds']} rounds of federated gradient descent from "
-            f"{cc['n']} random starts per toy): incongruent, the final smallest client gradient "
-            f"norm is {meas['incongruent_min_mean'].fmt()} and the cosine "
-            f"{meas['incongruent_cos_mean'].fmt(6)}, {_rate_txt(ci)} starts meet norm >= "
-            f"{decision.numbers['floor']:g} and cosine <= -1 + {decision.numbers['cos_eps']:g} "
-            f"({ci['verdict']}); congruent, the final largest client gradient norm is "
-            f"{meas['congruent_max_mean'].fmt()}, {_rate_txt(cc)} starts end at or below "
-            f"{decision.numbers['tol']:g} ({cc['verdict']}). Over the starts the smallest final "
-            f"incongruent norm, {lo_inc:.3g}, is "
-            + ("above" if lo_inc > hi_con else "not above")
-            + f" the largest final congruent one, {hi_con:.3g}: "
-            + ("a threshold between them (criterion (5)) tells the two cases apart."
-               if lo_inc > hi_con else "no threshold on the norms tells the two cases apart."))
+    separation = WORDS.text("separation.apart" if lo_inc > hi_con else "separation.not apart",
+                            hi_con=hi_con)
+    text = [WORDS.text(
+        "summary", rounds=p["fig2_rounds"], starts=cc["n"],
+        inc_norm=meas["incongruent_min_mean"].fmt(), inc_cos=meas["incongruent_cos_mean"].fmt(6),
+        inc_rate=_rate_txt(ci), floor=nb["floor"], cos_eps=nb["cos_eps"],
+        inc_verdict=ci["verdict"], con_norm=meas["congruent_max_mean"].fmt(),
+        con_rate=_rate_txt(cc), tol=nb["tol"], con_verdict=cc["verdict"], lo_inc=lo_inc,
+        separation=separation)]
     for case, c in meas["cases"].items():
         sp, gn = parts[f"Fig. 1 {case}: split"], parts[f"Fig. 1 {case}: gain"]
-        text += (f" Figure 1 {case}: federated learning reaches accuracy {c['acc_fl'].fmt()} "
-                 f"(its clients' gradients have norm at least {c['gnorm_min_fl'].fmt()} and "
-                 f"cross-cluster cosine {c['cos_cross'].fmt()}), CFL {c['acc_cfl'].fmt()}; gain "
-                 f"{c['gain'].fmt()} ({gn['verdict']}); CFL's groups equal the true clusters in "
-                 f"{_rate_txt(sp)} replicates ({sp['verdict']}).")
-    return text
+        text.append(WORDS.text(
+            "summary.figure 1", case=case, acc_fl=c["acc_fl"].fmt(),
+            gnorm_min=c["gnorm_min_fl"].fmt(), cos_cross=c["cos_cross"].fmt(),
+            acc_cfl=c["acc_cfl"].fmt(), gain=c["gain"].fmt(), gain_verdict=gn["verdict"],
+            split_rate=_rate_txt(sp), split_verdict=sp["verdict"]))
+    return " ".join(text)
 
 
 def _scope(decision):
@@ -513,53 +503,33 @@ def _scope(decision):
         by.setdefault(q["verdict"], []).append(name)
     if len(by) < 2:
         return ""
-    return "; ".join(f"{v} for {', '.join(names)}" for v, names in by.items())
+    return "; ".join(WORDS.text("scope", verdict=v, parts=", ".join(names))
+                     for v, names in by.items())
 
 
 def _caveats(meas, table, p):
-    out = [
-        "The Figure 2 toys are this study's own (the paper does not give its risks): dead-zone "
-        f"squared losses with minimizer ellipses (delta = {p['fig2_delta']:g}, eigenvalues "
-        f"{p['fig2_eigs']}, angles {p['fig2_angles']} degrees), centres {p['incongruent_gap']:g} "
-        f"apart (incongruent) and {p['congruent_gap']:g} apart (congruent), weights "
-        f"a_1 = {p['fig2_weight']:g}, step {p['fig2_lr']:g}. With exact risks the congruent norms "
-        "can reach exactly zero, and the incongruent cosine -1 is eq. (3) at any stationary point "
-        "of two clients; what is measured is that federated gradient descent gets there.",
-        "Figure 1 shows data only; running FL and CFL on it (logistic loss, "
-        f"l2 = {p['l2']:g}, lr = {p['lr']:g}, eps1 = {p['eps1']:g}, eps2 = {p['eps2']:g}, "
-        f"{2 * p['clients_per_cluster']} clients with {p['n']} points each) is this study's "
-        "reading of \"the data on clients belonging to the same cluster can be easily separated\".",
-    ]
+    out = WORDS.items("caveats", **p, clients=2 * p["clients_per_cluster"])
     con = table[(table["part"] == "fig2") & (table["case"] == "congruent")]
     defined = con.groupby("round")["cos"].agg(["count", "median", "size"])
     late = defined[defined["count"] >= defined["size"] / 2]
     if len(late):
         r_last = int(late.index.max())
-        out.append(f"Congruent toy: while federated learning approaches the common region from "
-                   f"outside the two gradients also point apart (median cosine "
-                   f"{late.loc[r_last, 'median']:.3f} at round {r_last}, the last recorded round "
-                   "where most starts still have two nonzero gradients): the cosine alone does "
-                   "not tell the cases apart; the norms (criterion (5)) do.")
+        out.append(WORDS.text("caveat.congruent cosine", median=late.loc[r_last, "median"],
+                              round=r_last))
     reps = table[(table["part"] == "xor") & (table["row"] == "rep")]
     for case, c in meas["cases"].items():
         r = reps[reps["case"] == case]
         norm = np.sqrt(r["fl_w1"] ** 2 + r["fl_w2"] ** 2 + r["fl_b"] ** 2)
-        out.append(f"Figure 1 {case}: the federated model is nearly zero (median norm "
-                   f"{norm.median():.3g}; CFL's groups {_cfl_norm(r):.3g}), so its accuracy is "
-                   f"set by sampling noise: from {r['acc_fl'].min():.3f} to "
-                   f"{r['acc_fl'].max():.3f} over replicates. The linear rule x_1 + x_2 > mu "
-                   f"scores {r['acc_one_blob'].mean():.3f} on the same test data: "
-                   + ("a linear model can beat chance on the XOR union, but the logistic loss's "
-                      "federated optimum (zero, by the union's symmetry) does not."
-                      if case == "xor" else "no model beats chance when the conditionals "
-                      "disagree."))
+        out.append(WORDS.text("caveat.federated model", case=case, fl_norm=norm.median(),
+                              cfl_norm=_cfl_norm(r), acc_min=r["acc_fl"].min(),
+                              acc_max=r["acc_fl"].max(), one_blob=r["acc_one_blob"].mean(),
+                              why=WORDS.text("why.xor" if case == "xor" else "why.flip")))
         n_conv, n = int(c["converged"].sum()), c["converged"].size
         if n_conv < n:
-            out.append(f"Figure 1 {case}: {n - n_conv} of {n} replicates stopped at max_rounds = "
-                       f"{p['max_rounds']} before every group converged.")
+            out.append(WORDS.text("caveat.max_rounds", case=case, stopped=n - n_conv, n=n,
+                                  max_rounds=p["max_rounds"]))
         first = int(c["first_split"].sum())
-        out.append(f"Figure 1 {case}: CFL's first split equals the true clusters in {first}/{n} "
-                   "replicates (the share above is of the final groups, after any further split).")
+        out.append(WORDS.text("caveat.first split", case=case, first=first, n=n))
     return out
 
 
@@ -670,15 +640,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="CFLF12", order=230, paper="CFL",
-    title="Figures 1-2: the toys (gradient norms, federated XOR)",
-    claim=("In the incongruent case Federated Learning converges to a stationary point of the FL "
-           "objective where the gradients of the two clients are of positive norm and point into "
-           "opposite directions, in the congruent case the norm of both clients' gradients goes "
-           "to zero, so the two cases can be distinguished by the gradient norms (Figure 2); in "
-           "the federated XOR problem and with diverging conditionals no single model fits all "
-           "clients, while the data of clients in the same cluster can be easily separated "
-           "(Figure 1)."),
-    location=("Figures 1 and 2 with their captions, Section 1 (Assumption 1, congruence) and "
-              "Section 2 (eq. (2)-(5)) of the short (workshop) version"),
+    id="CFLF12", order=230, paper="CFL", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
