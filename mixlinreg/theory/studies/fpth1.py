@@ -62,7 +62,11 @@ from ...config import Spec
 from ...data import make_mixture
 from ...stats import Fit, bootstrap, verdict_at_most
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict, combine,
-                     sensitivity_line)
+                     with_margin)
+from ..words import sensitivity_lines, words
+
+#: the study's prose: fpth1.md beside this module
+WORDS = words(__file__)
 
 READINGS = ("lagrangian", "augmented")
 
@@ -458,26 +462,23 @@ def decide(measurements, params):
 
 
 def _at(params, **margins):
-    return {"params": params["params"], "margins": {**params["margins"], **margins}}
+    """``params`` with these margins set (kept for tests/test_fpfc_theorem1.py, which reads the
+    sensitivity lines back through it)."""
+    for key, value in margins.items():
+        params = with_margin(params, key, value)
+    return params
 
 
 def _reading_text(r):
-    return ("the ordinary Lagrangian (rho = 0 in the pair terms, unsmoothed SCAD)" if r ==
-            "lagrangian" else "the augmented Lagrangian L_rho")
+    return WORDS.text(f"reading.{r}")
 
 
 def analyze(table, params, rng):
     p, mg = params["params"], params["margins"]
     meas = measure(table, p, rng)
     dec = decide(meas, params)
-    sens = [
-        sensitivity_line("slope margin", mg["slope_margin"],
-                         lambda v: decide(meas, _at(params, slope_margin=v)).verdict,
-                         mg["slope_margin_neighbours"]),
-        sensitivity_line("G tolerance", mg["g_tol"],
-                         lambda v: decide(meas, _at(params, g_tol=v)).verdict,
-                         mg["g_tol_neighbours"]),
-        f"reading of L_0 (chosen {p['reading']}): " + "; ".join(
+    sens = sensitivity_lines(WORDS, params, lambda q, key: decide(meas, q).verdict) + [
+        f"{WORDS.text('sensitivity.reading')} (chosen {p['reading']}): " + "; ".join(
             f"{r} -> {decide(meas, {'params': {**p, 'reading': r}, 'margins': mg}).verdict}"
             for r in READINGS),
     ]
@@ -520,8 +521,8 @@ def _numbers(meas, dec):
             verdict = combine(list(rules.values()))
             where = "inside"
         else:
-            verdict = f"no verdict (outside; the rules give {combine(list(rules.values()))})"
-            where = "outside: violates " + _violated(f)
+            verdict = WORDS.text("numbers.outside verdict", verdict=combine(list(rules.values())))
+            where = WORDS.text("numbers.outside region", violated=_violated(f))
         ga = s["g"]["augmented"]
         rows.append({
             "setting": name, "region": where,
@@ -529,9 +530,8 @@ def _numbers(meas, dec):
             "slope of mean ||grad_v L_0||^2": s["slopes"]["v"].fmt(),
             "K x mean growth (w, v)": f"{s['growth'][f'omega_{r0}']:.3f}, {s['growth']['v']:.3f}",
             "max ||G||^2/bound (Lagrangian)": f"{s['g']['lagrangian']['max']:.3g}",
-            "max ||G||^2/bound (augmented)": (
-                f"{ga['max']:.3g} (above in rounds up to "
-                f"{int(f['g_augmented_last_over'].max())})"),
+            "max ||G||^2/bound (augmented)": WORDS.text(
+                "numbers.augmented max", max=ga["max"], last=int(f["g_augmented_last_over"].max())),
             "rounds to cluster (median)": _rounds(f, "rounds_to_cluster"),
             "rounds to ||grad_w||^2 <= tol (median)": _rounds(f, "rounds_to_tol"),
             "verdict": verdict})
@@ -545,43 +545,36 @@ def _constants_text(meas, p):
             continue
         seen.add(s["rho"])
         f = s["first"]
-        viol = _violated(f)
-        parts.append(f"rho = {s['rho']:g}: alpha = 1/(L_f + 2 rho) = {_median(f, 'alpha'):.3g}, "
-                     f"c = {_median(f, 'c'):.3f}, smallest T = {int(f['T_min'].max())}, rho must "
-                     f"exceed {_median(f, 'rho_lower'):.4g} (violated: {viol})")
+        parts.append(WORDS.text("constants", rho=s["rho"], alpha=_median(f, "alpha"),
+                                c=_median(f, "c"), T_min=int(f["T_min"].max()),
+                                rho_lower=_median(f, "rho_lower"), violated=_violated(f)))
     lf = np.concatenate([s["first"]["L_f"].to_numpy() for s in meas.values()])
-    return (f"Region (L_- = 0, squared loss, median over data sets; L_f in [{lf.min():.3g}, "
-            f"{lf.max():.3g}], T = {p['local_steps']}, lam = {p['lam']:g}, xi = {p['xi']:g}, "
-            f"a = {p['a']:g}; 2 lam/xi = {2 * p['lam'] / p['xi']:g} binds): " + "; ".join(parts)
-            + ".")
+    return WORDS.text("region", lf_min=lf.min(), lf_max=lf.max(), local_steps=p["local_steps"],
+                      lam=p["lam"], xi=p["xi"], a=p["a"], two_lam_xi=2 * p["lam"] / p["xi"],
+                      constants="; ".join(parts))
 
 
 def _setting_text(name, s, r0):
     f = s["first"]
-    return (f"{name}: slopes {s['slopes'][f'omega_{r0}'].fmt(3)} (w), {s['slopes']['v'].fmt(3)} "
-            f"(v); max ||G||^2/bound {s['g']['lagrangian']['max']:.3g} (Lagrangian), "
-            f"{s['g']['augmented']['max']:.3g} (augmented); clustered for good after "
-            f"{_rounds(f, 'rounds_to_cluster')} rounds, ||grad_w L_0||^2 <= tol after "
-            f"{_rounds(f, 'rounds_to_tol')} (medians)")
+    return WORDS.text("setting", setting=name, slope_w=s["slopes"][f"omega_{r0}"].fmt(3),
+                      slope_v=s["slopes"]["v"].fmt(3), g_lag=s["g"]["lagrangian"]["max"],
+                      g_aug=s["g"]["augmented"]["max"], to_cluster=_rounds(f, "rounds_to_cluster"),
+                      to_tol=_rounds(f, "rounds_to_tol"))
 
 
 def _summary(meas, dec, p):
     r0, nums = dec.numbers["reading"], dec.numbers
     ins = [n for n in meas if meas[n]["region"] == "inside"]
     out = [n for n in meas if meas[n]["region"] == "outside"]
-    text = (f"L_0 read as {_reading_text(r0)}; measures over {p['rounds']} rounds, m = {p['m']}, "
-            f"k = {p['k']}, {p['seeds']} data sets. " + _constants_text(meas, p) + " Rules: slope "
-            f"of the running means over the last {p['slope_window']:g}-fold range of K at or "
-            f"below {nums['slope_limit']:g}; ||G||^2 <= {nums['g_limit']:g} x m^2 lam^2 xi^2/"
-            f"(lam + xi)^2 at every round. Inside the region: "
-            + "; ".join(_setting_text(n, meas[n], r0) for n in ins) + ". Outside (the theorem "
-            "says nothing there; no verdict): " + "; ".join(_setting_text(n, meas[n], r0)
-                                                            for n in out) + ".")
-    text += " " + _reach_text(meas, ins, p["rounds"])
     by = nums["by_reading"]
-    return text + (f" Verdict under {r0}: {by[r0]}; under the other reading: "
-                   f"{by[next(r for r in READINGS if r != r0)]}. Only the shape is checked: "
-                   "C_1 (with F* and L_h, not defined in the abstract) is not.")
+    return WORDS.text(
+        "summary", reading=_reading_text(r0), rounds=p["rounds"], m=p["m"], k=p["k"],
+        seeds=p["seeds"], region=_constants_text(meas, p), slope_window=p["slope_window"],
+        slope_limit=nums["slope_limit"], g_limit=nums["g_limit"],
+        inside="; ".join(_setting_text(n, meas[n], r0) for n in ins),
+        outside="; ".join(_setting_text(n, meas[n], r0) for n in out),
+        reach=_reach_text(meas, ins, p["rounds"]), chosen=r0, verdict=by[r0],
+        other_verdict=by[next(r for r in READINGS if r != r0)])
 
 
 def _reach_text(meas, ins, rounds):
@@ -595,12 +588,12 @@ def _reach_text(meas, ins, rounds):
         if not np.isfinite(there):
             continue
         if np.isfinite(here):
-            parts.append(f"{n} clusters for good after {here:g} rounds (median), "
-                         f"{here / there:.3g} times the {there:g} of {base}")
+            parts.append(WORDS.text("reach.clustered", setting=n, here=here, ratio=here / there,
+                                    there=there, base=base))
         else:
-            parts.append(f"{n} has not clustered for good within {rounds} rounds in most data "
-                         f"sets ({base}: {there:g} rounds)")
-    return ("Reachable in practice? " + "; ".join(parts) + ".") if parts else ""
+            parts.append(WORDS.text("reach.not clustered", setting=n, rounds=rounds, base=base,
+                                    there=there))
+    return WORDS.text("reach", parts="; ".join(parts)) if parts else ""
 
 
 def _scope(meas, dec):
@@ -608,38 +601,22 @@ def _scope(meas, dec):
     other = next(r for r in READINGS if r != r0)
     if by[r0] == by[other]:
         return ""
-    fails = sorted({f"{m_} in {n}" for n in dec.numbers["inside"]
+    fails = sorted({WORDS.text("scope.fail", measure=m_, setting=n) for n in dec.numbers["inside"]
                     for m_, v in dec.numbers["rules"][n][other].items() if v != HOLDS})
-    return (f"{by[r0]} with L_0 {_reading_text(r0)}; {by[other]} with L_0 {_reading_text(other)} "
-            f"({', '.join(fails)})")
+    return WORDS.text("scope", verdict=by[r0], reading=_reading_text(r0), other_verdict=by[other],
+                      other_reading=_reading_text(other), fails=", ".join(fails))
 
 
 def _caveats(meas, dec, p):
     lag_max = max(s["g"]["lagrangian"]["max"] for s in meas.values())
-    aug_txt = ", ".join(f"{n}: {s['g']['augmented']['max']:.3g} (worst seed-mean at round "
-                        f"{s['g']['augmented']['K_worst']})" for n, s in meas.items())
+    aug_txt = ", ".join(WORDS.text("caveats.augmented ratio", setting=n,
+                                   ratio=s["g"]["augmented"]["max"],
+                                   K=s["g"]["augmented"]["K_worst"]) for n, s in meas.items())
     firsts = [s["first"]["rounds_to_tol"].to_numpy(dtype=float) for s in meas.values()]
     n_tol = int(sum(np.isfinite(f).sum() for f in firsts))
-    return [
-        "The abstract does not write L_0 out; the study reads it as "
-        f"{_reading_text(dec.numbers['reading'])}. With L_0 the ordinary Lagrangian the G bound "
-        "is exactly the supremum of ||G||^2 at the iterates (the theta step makes v_ij = grad "
-        "P~(theta_ij)): an identity, true for any rho inside or outside the region (largest "
-        f"measured ratio {lag_max:.3g}), so it checks the method, not the theorem's conditions. "
-        "That reading was settled after a first exploratory run showed the augmented reading's "
-        f"||G||^2 far above the bound in the first rounds; its ratios here: {aug_txt}.",
-        "Only the shape: C_1 and C_2 involve F*, L_h and L_g~, which the abstract does not define; "
-        "no constant is checked. A finite window cannot refute a bound with a free constant: the "
-        "slope rule asks that the running means have reached their 1/K regime within the window. "
-        f"||grad_w L_0||^2 itself fell below tol = {p['tol']:g} within {p['rounds']} rounds in "
-        f"{n_tol} of {sum(f.size for f in firsts)} runs (all settings).",
-        "Squared loss: convex, so L_- = 0 (the theorem asks L_- > 0; any small positive L_- leaves "
-        "the strict inequalities true at the chosen values); alpha = 1/(L_f + 2 rho), the largest "
-        "allowed.",
-        "Partial participation: round(p m) machines drawn each round; pairs with one participant "
-        "are updated (the package's reading of step 5). E over the draws is estimated by means "
-        "over seeds that also redraw the data.",
-    ]
+    return WORDS.items("caveats", reading=_reading_text(dec.numbers["reading"]), lag_max=lag_max,
+                       aug_ratios=aug_txt, tol=p["tol"], rounds=p["rounds"], n_tol=n_tol,
+                       n_runs=sum(f.size for f in firsts))
 
 
 # ------------------------------------------------------------------------------ figure
@@ -685,14 +662,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="FPTH1", order=320, paper="FPFC",
-    title="Theorem 1: O(1/K) stationarity of FPFC inside its region of rho",
-    claim=("Under Assumptions 1-3 and grad^2 f_i >= -L_- I with mu = rho - L_- > 0, if "
-           "T_i > -2 log 2/log c, 0 < alpha <= 1/(L_f + 2 rho - L_-) and rho > max{L_f/(1 - "
-           "2 c^(T/2)), 2 lambda/xi, 2/(a - 1), L_-} (c = 1 - alpha 2 mu (L_f + rho)/(L_f + rho + "
-           "mu), T = min T_i), FPFC's running means (1/K) sum_{k<K} E||grad_omega L_0||^2 and "
-           "E||grad_v L_0||^2 are at most C [F(omega^0) - F* + m xi lambda/4]/K, and "
-           "E||G(omega^{k+1}, theta^{k+1}, v^{k+1})||^2 <= m^2 lambda^2 xi^2/(lambda + xi)^2 at "
-           "every round."),
-    location="Theorem 1 (Section 'Approach') of the AAAI 2023 student abstract",
+    id="FPTH1", order=320, paper="FPFC", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
