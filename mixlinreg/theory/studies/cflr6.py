@@ -62,8 +62,11 @@ from ...geometry import min_separation, simplex_centers
 from ...metrics import adjusted_rand
 from ...stats import wilson_interval
 from .. import cfl_linear
-from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line)
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: cflr6.md beside this module
+WORDS = words(__file__)
 
 GEOMETRIES = ("simplex", "random", "collinear")
 GENERIC = ("simplex", "random")  # centres in general position: no population gradient is zero
@@ -383,23 +386,22 @@ def scope_line(cells, thr, R):
     hf = holds_from(cells, thr)
     parts, fails = [], []
     for sigma, (start, fail) in sorted(hf.items()):
-        s = f"sigma/R = {sigma / R:g}"
-        parts.append(f"n/d >= {start:g} at {s}" if np.isfinite(start) else f"no n/d at {s}")
+        parts.append(WORDS.text("scope.from", start=start, sigma_R=sigma / R)
+                     if np.isfinite(start) else WORDS.text("scope.none", sigma_R=sigma / R))
         if np.isfinite(fail):
-            fails.append(f"n/d <= {fail:g} at {s}")
+            fails.append(WORDS.text("scope.fails at", fail=fail, sigma_R=sigma / R))
     generic = cells[cells["geometry"].isin(GENERIC)]
-    text = (f"rule (6) cuts no cluster (Wilson lower bound >= {thr:g}, k = "
-            f"{', '.join(str(k) for k in sorted(generic['k'].unique()))}, first and recursive "
-            f"splits) for " + "; ".join(parts))
+    pieces = [WORDS.text("scope", threshold=thr,
+                         ks=", ".join(str(k) for k in sorted(generic["k"].unique())),
+                         holds="; ".join(parts))]
     if fails:
-        text += "; fails (upper bound < threshold) for " + "; ".join(fails)
+        pieces.append(WORDS.text("scope.fails", fails="; ".join(fails)))
     col = cells[(cells["geometry"] == "collinear") & (cells["measure"] == "split")]
     if len(col):
         best = col.groupby("sigma")["rate"].max()
-        text += (f"; with a centre at the stationary point (collinear, k = 3) at most "
-                 f"{', '.join(f'{v:.2f}' for v in best)} at sigma/R = "
-                 f"{', '.join(f'{v / R:g}' for v in best.index)} (any n/d)")
-    return text
+        pieces.append(WORDS.text("scope.collinear", rates=", ".join(f"{v:.2f}" for v in best),
+                                 sigmas=", ".join(f"{v / R:g}" for v in best.index)))
+    return "; ".join(pieces)
 
 
 def _collinear_text(cells, R, lead):
@@ -409,9 +411,9 @@ def _collinear_text(cells, R, lead):
         return ""
     top = col[col["nd"] == col["nd"].max()].sort_values("sigma")
     best = col.groupby("sigma")["rate"].max()
-    return (f"{lead} (collinear, k = 3) the split succeeds at n/d = {col['nd'].max():g} in "
-            + ", ".join(f"{r.rate:.2f} (at most {best[r.sigma]:.2f} at any n/d) at sigma/R = "
-                        f"{r.sigma / R:g}" for r in top.itertuples()))
+    return WORDS.text("collinear", lead=lead, nd=col["nd"].max(), rates=", ".join(
+        WORDS.text("collinear.rate", rate=r.rate, best=best[r.sigma], sigma_R=r.sigma / R)
+        for r in top.itertuples()))
 
 
 # ------------------------------------------------------------------------------ the description
@@ -422,7 +424,8 @@ def _at(start):
 
 
 def _fmt_rate(r):
-    return f"{r.rate:.3f} [{r.lo:.3f}, {r.hi:.3f}] ({int(r.successes)}/{int(r.trials)})"
+    return WORDS.text("rate", rate=r.rate, lo=r.lo, hi=r.hi, successes=int(r.successes),
+                      trials=int(r.trials))
 
 
 def _numbers(c, thr, rho_cov, R):
@@ -448,15 +451,18 @@ def _population_text(pop):
     parts = []
     for r in pop.itertuples():
         n_opt, n_cut = int(r.optimal_cuts), int(r.optimal_cuts_cutting_a_cluster)
-        tie = (f"{n_opt} optimal bipartitions tie at {r.optimal_value:.3g}, {n_cut} of them cut "
-               f"a cluster" if n_opt > 1 else f"one optimal bipartition ({r.optimal_value:.3g})"
-               + (", it cuts a cluster" if n_cut else ""))
+        if n_opt > 1:
+            tie = WORDS.text("population.tie", n_opt=n_opt, value=r.optimal_value, n_cut=n_cut)
+        else:
+            tie = WORDS.text("population.one optimum cuts" if n_cut else "population.one optimum",
+                             value=r.optimal_value)
         zero = int(r.zero_gradients)
-        parts.append(f"{r.case} (sizes {r.sizes}): cross-cluster cosines "
-                     f"{r.min_cross_cos:.3g} to {r.max_cross_cos:.3g}"
-                     + (f", {zero} zero gradient{'s' if zero > 1 else ''}" if zero else "")
-                     + f"; {tie}; split_by_similarity "
-                     f"{'cuts a cluster' if r.rule6_cuts_a_cluster else 'keeps clusters whole'}")
+        zeros = (WORDS.text("population.zero gradients" if zero > 1
+                            else "population.zero gradient", zero=zero) if zero else "")
+        parts.append(WORDS.text(
+            "population.case", case=r.case, sizes=r.sizes, min_cos=r.min_cross_cos,
+            max_cos=r.max_cross_cos, zeros=zeros, tie=tie,
+            rule6=WORDS.text("population.cuts" if r.rule6_cuts_a_cluster else "population.keeps")))
     return "; ".join(parts)
 
 
@@ -468,42 +474,25 @@ def _summary(c, pop, d, p, mg):
                                                   values="rate")
     diff = (both["simplex"] - both["random"]).abs().max() if {"simplex", "random"} <= set(
         both.columns) else np.nan
-    col = c[c["geometry"] == "collinear"]
-    return (
-        f"{p['clients_per_cluster']} clients per cluster, d = {p['d']}, n = n/d x d rows each, "
-        f"centres at pairwise distance R = {R:g} (a regular simplex rotated at random per trial; "
-        f"random directions scaled to distance about R as a comparison), {p['trials']} data sets "
-        f"per cell ({p['cfl_trials']} with end-to-end CFL). Success: rule (6) at the pooled "
-        f"least squares fit (the federated stationary point) cuts no true cluster (each side a "
-        f"union of clusters; for k = 2 the true split), and recursively, with the truth as the "
-        f"stopping rule, never cuts one; CFL: converges to the true partition (ARI = 1) with "
-        f"lr = {p['lr']:g}, eps2 = lr sqrt(2 sigma sqrt(d/n) x separation), eps1 = "
-        f"{p['eps1_ratio']:g} eps2. The paper's argument (r_i = R_I(i)) covers the cells with "
-        f"nominal relative gradient error rho = sqrt(d/n (1 + sigma^2/|v_k|^2)) <= {rho_cov:g}: "
-        f"{n['evidence cells holding']} of {n['evidence cells']} covered (cell, measure) pairs "
-        f"hold (Wilson {100 * mg['confidence']:g}% lower bound >= {thr:g}), "
-        f"{n['evidence cells failing']} fail; the lowest lower bound there is "
-        f"{n['lowest evidence lower bound']:.3f}. Scope: {scope_line(c, thr, R)}. End-to-end CFL "
-        f"holds from n/d " + ", ".join(f"{_at(v[0])} at sigma/R = {s / R:g}"
-                                       for s, v in sorted(cfl_from.items()))
-        + f" (simplex, all k): criterion (5)'s congruent floor 2 sigma sqrt(d/n) must be well "
-        f"below the separation, which asks more rows than rule (6) itself; "
-        f"{n['cfl cells failing']} of {n['cfl covered cells']} covered CFL cells (both generic "
-        f"geometries) fail{_worst_cfl(c, rho_cov, R)}. "
-        + (f"Random centres against the simplex: largest difference of the split success over "
-           f"the grid {diff:.3f}. " if np.isfinite(diff) else "")
-        + f"Population (r_i = R_I(i), every bipartition enumerated): "
-        f"{_population_text(pop)}. So a cross-cluster cosine of 1 (two centres on one ray from "
-        f"theta*) only makes rule (6) keep those two clusters together at this split (they part "
-        f"at the next level); a cluster whose centre is the stationary point has a zero gradient, "
-        f"cosine 0 by convention, and rule (6) ties with cuts through it"
-        + _collinear_text(c, R, ". Measured with that centre") + _MECHANISM * bool(len(col)) + ".")
-
-
-_MECHANISM = (": the middle cluster's gradients are the stationary point's offset from its centre, "
-              "shared by its clients, plus each client's own noise; both shrink as sqrt(d/n), so "
-              "more rows do not help, and only where the shared offset dominates (small sigma/R) "
-              "does the cluster stay whole")
+    out = [WORDS.text(
+        "summary", clients=p["clients_per_cluster"], d=p["d"], R=R, trials=p["trials"],
+        cfl_trials=p["cfl_trials"], lr=p["lr"], eps1_ratio=p["eps1_ratio"], rho_covered=rho_cov,
+        holding=n["evidence cells holding"], evidence=n["evidence cells"],
+        confidence_pct=100 * mg["confidence"], threshold=thr,
+        failing=n["evidence cells failing"], lowest=n["lowest evidence lower bound"],
+        scope=scope_line(c, thr, R),
+        cfl_from=", ".join(WORDS.text("summary.cfl from", start=_at(v[0]), sigma_R=s / R)
+                           for s, v in sorted(cfl_from.items())),
+        cfl_failing=n["cfl cells failing"], cfl_cells=n["cfl covered cells"],
+        lowest_cfl=_worst_cfl(c, rho_cov, R))]
+    if np.isfinite(diff):
+        out.append(WORDS.text("summary.random", diff=diff))
+    out.append(WORDS.text("summary.population", population=_population_text(pop)))
+    # a collinear cell always has its split measure (every trial row has ok_split)
+    collinear = _collinear_text(c, R, WORDS.text("summary.collinear lead"))
+    if collinear:
+        out.append(WORDS.text("summary.collinear", collinear=collinear))
+    return " ".join(out)
 
 
 def _worst_cfl(c, rho_cov, R):
@@ -511,47 +500,18 @@ def _worst_cfl(c, rho_cov, R):
     if not len(e):
         return ""
     w = e.loc[e["lo"].idxmin()]
-    return (f" (the lowest: {w['geometry']} centres, k = {int(w['k'])}, sigma/R = "
-            f"{w['sigma'] / R:g}, n/d = {w['nd']:g}: {_fmt_rate(w)})")
+    return " " + WORDS.text("summary.lowest cfl", geometry=w["geometry"], k=int(w["k"]),
+                            sigma_R=w["sigma"] / R, nd=w["nd"], rate=_fmt_rate(w))
 
 
 def _caveats(p, mg):
-    return [
-        "The paper states eq. (4) for two distributions and says the result 'can be readily "
-        "generalized' to more; the k > 2 success used here (each side a union of true clusters) "
-        "and the recursive measure with the truth as stopping rule are this study's definitions.",
-        "The covered region is this study's reading of 'r_i approximately R_I(i)': the nominal "
-        f"relative gradient error rho <= {mg['rho_covered']:g}, from the simplex's population "
-        "gradient norm; the sensitivity lines give the verdict at its neighbours.",
-        f"One dimension d = {p['d']} and {p['clients_per_cluster']} clients per cluster (the "
-        "paper's experiment: 20 clients in 4 clusters); more clients per cluster give the "
-        "minimum spanning tree more chances of a weak within-cluster link at small n/d.",
-        "The CFL thresholds are set from the known sigma and separation (not tuned on the "
-        "outcome); CFL runs one local gradient step per round, so its updates are -lr times the "
-        "gradients and its first split is rule (6) up to the convergence tolerance eps1.",
-        "The collinear geometry is a measure-zero configuration (a centre exactly at the "
-        "weighted mean of the others); nearby configurations are not measured and need more rows "
-        "the closer they are.",
-    ]
-
-
-def _with_margins(params, **moved):
-    return {**params, "margins": {**params["margins"], **moved}}
+    return WORDS.items("caveats", rho_covered=mg["rho_covered"], d=p["d"],
+                       clients=p["clients_per_cluster"])
 
 
 def sensitivity(cells, params):
     """The verdict of :func:`decide` at the neighbouring thresholds."""
-    mg = params["margins"]
-
-    def at(**moved):
-        return decide(cells, _with_margins(params, **moved)).verdict
-
-    return [sensitivity_line("success threshold", mg["threshold"], lambda v: at(threshold=v),
-                             mg["threshold_neighbours"]),
-            sensitivity_line("covered region rho <=", mg["rho_covered"],
-                             lambda v: at(rho_covered=v), mg["rho_covered_neighbours"]),
-            sensitivity_line("confidence of the Wilson intervals", mg["confidence"],
-                             lambda v: at(confidence=v), mg["confidence_neighbours"])]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(cells, q).verdict)
 
 
 def analyze(table, params, rng):
@@ -627,14 +587,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="CFLR6", order=220, paper="CFL",
-    title="Rule (6): the cosine bipartition separates the clusters",
-    claim=("At the federated stationary point, the bipartition minimizing the largest cross "
-           "cosine similarity of the clients' gradient updates (rule (6)) separates the clients "
-           "by their hidden distribution (eq. (4)), and recursive splitting identifies all groups "
-           "of mutually congruent clients."),
-    location=("Section 2 (eq. (2)-(4), rule (6) and the paragraph after it) and Algorithm 2 of "
-              "the short version (NeurIPS 2019 workshop); the long version (IEEE TNNLS 2021) "
-              "states the same bipartition with its separation analysis for more than two "
-              "distributions"),
+    id="CFLR6", order=220, paper="CFL", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
