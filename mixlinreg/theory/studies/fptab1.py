@@ -50,7 +50,11 @@ from ...config import Spec
 from ...metrics import adjusted_rand
 from ...stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, bootstrap, wilson_interval
 from ...synthetic import CLUSTER_CHOICES, device_accuracy, make_fedprox_synthetic
-from ..study import Decision, Study, Verdict, combine, sensitivity_line, with_margin
+from ..study import Decision, Study, Verdict, combine, with_margin
+from ..words import sensitivity_lines, words
+
+#: the study's prose: fptab1.md beside this module (FPSQ reuses its shared pieces)
+WORDS = words(__file__)
 
 #: the methods of Table 1, in the paper's row order
 METHODS = ("LOCAL", "FedAvg", "Per-FedAvg", "IFCA", "CFL", "FPFC-l1", "FPFC")
@@ -95,10 +99,8 @@ SCHEMA = {
                **METHOD_SCHEMA},
     "margins": MARGINS_SCHEMA, "reference": REFERENCE_SCHEMA,
 }
-#: the margins with neighbours, and the words of their sensitivity lines
-MARGINS = {"rate_target": "exact-recovery rate target (a)",
-           "rate_floor": "exact-recovery rate floor (a)", "ari_margin": "ARI margin (b)",
-           "acc_margin": "accuracy margin (b, c)", "pair_share": "share of the paper's pairs (c)"}
+#: the margins with neighbours, and the words of their sensitivity lines (fptab1.md)
+MARGINS = WORDS.labels("sensitivity")
 
 
 # ------------------------------------------------------------------------------ units
@@ -356,15 +358,12 @@ def decide(measurements, params):
     return Decision(verdict, {**{k: mg[k] for k in MARGINS}, "conditions": per})
 
 
-_at = with_margin  # params with one margin moved (study.with_margin)
+_at = with_margin  # params with one margin moved (study.with_margin; the tests use this name)
 
 
 def sensitivity(measurements, params):
     """The study's verdict at every margin's neighbours (one line per margin)."""
-    mg = params["margins"]
-    return [sensitivity_line(words, mg[key],
-                             lambda v, key=key: decide(measurements, _at(params, key, v)).verdict,
-                             mg[f"{key}_neighbours"]) for key, words in MARGINS.items()]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(measurements, q).verdict)
 
 
 def scope_line(decision):
@@ -372,7 +371,7 @@ def scope_line(decision):
     verdicts = {c: v["verdict"] for c, v in per.items()}
     if len(set(verdicts.values())) <= 1:
         return ""
-    return "; ".join(f"{v} for {c}" for c, v in verdicts.items())
+    return "; ".join(WORDS.text("scope", verdict=v, condition=c) for c, v in verdicts.items())
 
 
 def _mean_sd_ci(values, rng, n_boot, fmt):
@@ -462,23 +461,24 @@ def _conditions(table):
 
 def summary_text(t1, decision, measurements, what, score_word="Acc", unit_of=None):
     per = decision.numbers["conditions"]
-    parts = []
+    parts = [what]
     for cond, v in per.items():
         k, n = v["exact"]
         rows = t1[t1["cond"] == cond].set_index("method")
-        ours = ", ".join(f"{m} {rows.loc[m, score_word].split(' [')[0]}" for m in rows.index)
-        beaten = (f"; FPFC is beaten by {', '.join(v['beaten_by'])}" if v["beaten_by"] else "")
+        ours = ", ".join(WORDS.text("summary.ours", method=m,
+                                    value=rows.loc[m, score_word].split(" [")[0])
+                         for m in rows.index)
+        beaten = (WORDS.text("summary.beaten", methods=", ".join(v["beaten_by"]))
+                  if v["beaten_by"] else "")
         means = [f.est for f in measurements[cond]["best"].values()]
         if means and max(abs(x) for x in means) == 0.0:
-            beaten += (f"; every method's mean {score_word} equals FPFC's, so the paper's "
-                       "ordering cannot be told here")
-        parts.append(
-            f"{cond}: {score_word} {ours}{unit_of or ''}. (a) FPFC found exactly L clusters with "
-            f"ARI 1 in {k}/{n} seeds -> {v['a']}; (b) ARI(FPFC) - ARI(FPFC-l1) "
-            f"{measurements[cond]['d_ari'].fmt(2)}, l1 over-splits: {v['oversplit']} -> {v['b']}; "
-            f"(c) {v['confirmed']}/{v['pairs']} of the paper's ordered pairs confirmed, "
-            f"{v['reversed']} reversed{beaten} -> {v['c']}")
-    return f"{what} " + ". ".join(parts) + "."
+            beaten += WORDS.text("summary.no ordering", score_word=score_word)
+        parts.append(WORDS.text(
+            "summary.condition", cond=cond, score_word=score_word, ours=ours, unit=unit_of or "",
+            k=k, n=n, a=v["a"], d_ari=measurements[cond]["d_ari"].fmt(2),
+            oversplit=v["oversplit"], b=v["b"], confirmed=v["confirmed"], pairs=v["pairs"],
+            reversed=v["reversed"], beaten=beaten, c=v["c"]))
+    return " ".join(parts)
 
 
 def analyze(table, params, rng):
@@ -487,10 +487,8 @@ def analyze(table, params, rng):
     decision = decide(ms, params)
     t1 = table1(table, params, rng)
     p = params["params"]
-    summary = summary_text(
-        t1, decision, ms, f"Synthetic({p['alpha']:g}, {p['beta']:g}), m = {p['m']} devices in "
-        f"L = {p['L']} clusters, {p['seeds']} seeds per cluster choice; pooled test accuracy "
-        "in % (mean ± sd [95% interval]).")
+    summary = summary_text(t1, decision, ms, WORDS.text(
+        "summary.what", alpha=p["alpha"], beta=p["beta"], m=p["m"], L=p["L"], seeds=p["seeds"]))
     return Verdict(decision.verdict, numbers_frame(t1, decision, ms, params), summary,
                    caveats=caveats(table, params), sensitivity=sensitivity(ms, params),
                    tables={"_table1.csv": t1}, scope=scope_line(decision))
@@ -499,13 +497,8 @@ def analyze(table, params, rng):
 def caveats(table, params):
     """FPTAB1's caveats: the data's and :func:`method_caveats`."""
     p = params["params"]
-    return [
-        f"Device sizes int(lognormal(4, 2)) + 50 capped at {p['size_cap']} samples (train and "
-        f"test together, test share {p['test_fraction']:g}); accuracy pooled over all test samples "
-        "(the mean over devices is in the table's acc_device_mean column).",
-        "How FPFC forms the clusters from Li et al.'s generator is not said; both readings "
-        "(cluster_choices) are run and the verdict is given per reading.",
-    ] + method_caveats(table, params)
+    return (WORDS.items("caveats", size_cap=p["size_cap"], test_fraction=p["test_fraction"])
+            + method_caveats(table, params))
 
 
 def method_caveats(table, params):
@@ -513,34 +506,24 @@ def method_caveats(table, params):
     p = params["params"]
     fp = table[table["method"].isin(["FPFC", "FPFC-l1"])]
     cf = table[table["method"] == "CFL"]
-    out = [
-        f"Budget: every method gets {p['rounds']} rounds x {p['local_steps']} full-batch local "
-        f"gradient steps of size {p['lr']:g} (LOCAL {p['rounds'] * p['local_steps']} steps; IFCA "
-        f"{p['ifca_iters']} gradient-averaging iterations x {p['ifca_restarts']} restarts; CFL up "
-        f"to {p['cfl_max_rounds']} rounds); the paper states no budget, and the accuracies "
-        "depend on it.",
-        f"Tuning: every method's settings were fixed once from pilot draws without the true "
-        f"clusters (see the config) and are not swept; the paper gives none of FPFC's (lam, xi, "
-        f"rho, nu). The verdicts are about FPFC at lam = {p['lam']:g}, rho = {p['rho']:g}, "
-        f"nu = {p['nu']:g}: another lam might fuse the devices differently, and this record "
-        "cannot say whether one lam chosen without the labels would."]
+    out = WORDS.items("caveats.methods", rounds=p["rounds"], local_steps=p["local_steps"],
+                      lr=p["lr"], local_total=p["rounds"] * p["local_steps"],
+                      ifca_iters=p["ifca_iters"], ifca_restarts=p["ifca_restarts"],
+                      cfl_max_rounds=p["cfl_max_rounds"], lam=p["lam"], rho=p["rho"],
+                      nu=p["nu"])
     if len(fp):
         chg = fp.groupby("method")["objective_change"].median()
-        out.append("FPFC's relative objective change over the last tenth of the rounds (median "
-                   "over units): " + ", ".join(f"{k} {v:.2g}" for k, v in chg.items())
-                   + " (near 0: the objective has levelled off).")
+        out.append(WORDS.text("caveats.objective", changes=", ".join(
+            WORDS.text("caveats.objective change", method=k, change=v) for k, v in chg.items())))
         sp = fp[fp["method"] == "FPFC"].groupby("cond")[["omega_within", "omega_between"]]
-        out.append(
-            f"FPFC's final device models (median pair distance within / between true clusters, "
-            f"median over seeds; a lam = {p['a'] * p['lam']:.3g}, nu = {p['nu']:g}): "
-            + "; ".join(f"{c} {r['omega_within']:.3g} / {r['omega_between']:.3g}"
-                        for c, r in sp.median().iterrows())
-            + ". Devices fuse only when the penalty's pull, at most lam (cluster size / m) per "
-            "device, outweighs their loss gradients at the cluster's model.")
+        out.append(WORDS.text(
+            "caveats.omega", a_lam=p["a"] * p["lam"], nu=p["nu"], spreads="; ".join(
+                WORDS.text("caveats.omega spread", cond=c, within=r["omega_within"],
+                           between=r["omega_between"]) for c, r in sp.median().iterrows())))
     if len(cf):
         done = int(cf["converged"].sum())
-        out.append(f"CFL ended with every group final in {done} of {len(cf)} runs"
-                   + (" (the others stopped at cfl_max_rounds)." if done < len(cf) else "."))
+        out.append(WORDS.text("caveats.cfl" if done < len(cf) else "caveats.cfl all final",
+                              done=done, runs=len(cf)))
     return out
 
 
@@ -596,13 +579,6 @@ def _paper_values(ref, ms, col, score):
 
 
 STUDY = Study(
-    id="FPTAB1", order=300, paper="FPFC",
-    title="Table 1: FPFC finds the 4 clusters and is the most accurate (Synthetic data)",
-    claim=("On synthetic data (m = 100 devices in L = 4 clusters, data as in Li et al. 2020) "
-           "FPFC reaches the best test accuracy (89.46%) and identifies the clusters exactly "
-           "(4.00 ± 0.00 clusters, ARI 1.00), while FPFC-l1 over-splits (5.67 clusters, ARI "
-           "0.63) and LOCAL, FedAvg, Per-FedAvg, IFCA and CFL are less accurate: 'FPFC "
-           "outperforms all six baselines in prediction and device clustering'."),
-    location=("Table 1 and Section 'Preliminary Results' of the AAAI 2023 student abstract"),
+    id="FPTAB1", order=300, paper="FPFC", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
