@@ -66,11 +66,15 @@ from ...config import Spec
 from ...stats import wilson_interval
 from ..convex import D, K, LOSS_SETUPS, draw_cluster_data, theta_star_of
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line, with_margin)
+                     with_margin)
+from ..words import sensitivity_lines, words
 # the model pieces (re-exported here: the study's API)
 from ._a6_model import (DIRECTIONS, DIVERGE, FAMILIES, _constants_of, _g6, ball_constants,
                         constants_piece, needed_n, population_gap, run_starts, scaled_n,
                         start_models, start_plan)
+
+#: the study's prose: a6.md beside this module
+WORDS = words(__file__)
 
 __all__ = ["STUDY", "SCHEMA", "units", "compute", "measure", "decide", "analyze", "figure",
            "DIRECTIONS", "DIVERGE", "FAMILIES", "ball_constants", "constants_piece", "needed_n",
@@ -334,27 +338,22 @@ def decide(m, params) -> Decision:
     return Decision(HOLDS, numbers)
 
 
-_at = with_margin  # params with one margin moved (study.with_margin)
+_at = with_margin  # params with one margin moved (the tests read it under this name)
 
-
-_SENSITIVE = (("target", "target (Wilson lower bound of every claim cell)"),
-              ("confidence", "confidence of the Wilson intervals"),
-              ("c_claim", "constant c of n' >= c k eta^2/(alpha0^2 lambda^2 Delta^4)"),
-              ("n_min", "smallest n' of a claim cell"),
-              ("alpha_small", "smallest alpha0 that counts as small"))
+#: the margins whose lines only re-decide (``oracle_factor`` re-measures), with their labels
+_SENSITIVE = tuple((key, what) for key, what in WORDS.labels().items() if key != "oracle_factor")
 
 
 def sensitivity(m, table, params):
     """The sensitivity lines: :func:`decide` with one threshold moved (the oracle factor
     re-measures the runs' success from ``table``)."""
-    mg = params["margins"]
-    lines = [sensitivity_line(what, mg[key], lambda v, key=key: decide(m, _at(params, key, v))
-                              .verdict, mg[f"{key}_neighbours"]) for key, what in _SENSITIVE]
-    lines.append(sensitivity_line(
-        "oracle factor of a success", mg["oracle_factor"],
-        lambda v: decide(measure(table, params, oracle_factor=v), params).verdict,
-        mg["oracle_factor_neighbours"]))
-    return lines
+
+    def verdict_at(q, key):
+        again = (measure(table, params, oracle_factor=q["margins"]["oracle_factor"])
+                 if key == "oracle_factor" else m)
+        return decide(again, q).verdict
+
+    return sensitivity_lines(WORDS, params, verdict_at)
 
 
 # ------------------------------------------------------------------------------ analyze
@@ -381,13 +380,10 @@ def dropoffs(cells, constants, n_fixed):
 
 
 def _drop_words(r):
-    if r["status"] == "never":
-        return (f"stays >= 1/2 up to r = {r['rho_max']:g} Delta "
-                f"({r['rho_max'] / r['rho_ball_edge']:.2f} r_A; {r['p_at_rho_max']:.2f} there)")
-    if r["status"] == "at_start":
-        return f"is below 1/2 already at r = {r['rho_half']:.3g} Delta"
-    return (f"falls below 1/2 at r = {r['rho_half']:.3g} Delta "
-            f"({r['multiple_half']:.2f} r_A)")
+    return WORDS.text(f"drop.{r['status']}", rho_max=r["rho_max"],
+                      multiple_max=r["rho_max"] / r["rho_ball_edge"],
+                      p_at_rho_max=r["p_at_rho_max"], rho_half=r["rho_half"],
+                      multiple_half=r["multiple_half"])
 
 
 def _level_n(level, n_unit, alpha0, p):
@@ -456,128 +452,91 @@ def _scope(d, drops):
         return ""
     a = min(v for v in nb["smallest_alpha"].values() if np.isfinite(v)) if any(
         np.isfinite(v) for v in nb["smallest_alpha"].values()) else float("nan")
-    head = {HOLDS: "holds", CAVEAT: "holds", INCONCLUSIVE: "undecided",
-            NOT_SUPPORTED: "fails"}[d.verdict]
-    out = (f"{head} inside the sqrt(lambda/L) ball down to alpha0 = {a:g} (n' >= max({nb['n_min']}"
-           f", {nb['c_claim']:g} k eta^2/(alpha0^2 lambda^2 Delta^4)))")
+    out = [WORDS.text("scope", head=WORDS.text(f"scope head.{d.verdict}"), alpha0=a,
+                      n_min=nb["n_min"], c_claim=nb["c_claim"])]
     if nb["scaling_not_needed"]:
-        n_f = max(v["n_fixed"] for v in nb["not_needed"].values())
-        out += f"; n' growing like alpha0^-2 not needed (fixed n' = {n_f} suffices)"
+        out.append(WORDS.text("scope.not needed", n_fixed=max(v["n_fixed"] for v in
+                                                               nb["not_needed"].values())))
     if len(drops):
         adv = drops[drops["direction"] == "adversarial"]
         ran = drops[drops["direction"] == "random"]
         if len(adv) and (adv["status"] == "crossed").all():
-            out += (f"; adversarial starts fail from r = {_span(adv['rho_half'], '.2g')} Delta "
-                    f"({_span(adv['multiple_half'], '.2f')} x r_A)")
+            out.append(WORDS.text("scope.adversarial", rho_half=_span(adv["rho_half"], ".2g"),
+                                  multiple_half=_span(adv["multiple_half"], ".2f")))
         if len(ran):
             crossed = ran[ran["status"] == "crossed"]
-            out += ("; random ones" + (f" below 1/2 from r = {crossed['rho_half'].min():.2g} "
-                                       f"Delta" if len(crossed) else "")
-                    + (f", above up to {ran['rho_max'].max():g} Delta in "
-                       f"{int((ran['status'] == 'never').sum())} of {len(ran)} curves"
-                       if (ran["status"] == "never").any() else ""))
-    return out
-
-
-_VERDICT_WORDS = {
-    HOLDS: "holds: every claim cell's success is certified at or above the target",
-    CAVEAT: "holds with a caveat",
-    NOT_SUPPORTED: "not supported: some claim cell's success is certified below the target",
-    INCONCLUSIVE: "inconclusive: some claim cell's interval straddles the target (or none ran)",
-}
+            random = WORDS.text("scope.random")
+            if len(crossed):
+                random += " " + WORDS.text("scope.random below",
+                                           rho_half=crossed["rho_half"].min())
+            if (ran["status"] == "never").any():
+                random += ", " + WORDS.text("scope.random above", rho_max=ran["rho_max"].max(),
+                                            never=int((ran["status"] == "never").sum()),
+                                            curves=len(ran))
+            out.append(random)
+    return "; ".join(out)
 
 
 def _summary(ms, d, drops, p, mg):
     nb, cons, gaps = d.numbers, ms["constants"], ms["gaps"]
     const_txt = "; ".join(
-        f"{loss}: lambda = {c['lam']:.3g}, L = {c['L']:.3g} (sqrt(lambda/L) = "
-        f"{math.sqrt(c['lam'] / c['L']):.3f}), eta^2 = {c['eta2']:.3g}, Delta = {c['delta']:.3g}, "
-        f"ball radius {c['ball']:.3g}, r_A = (1/2) sqrt(lambda/L) Delta = {c['r_A']:.3g} "
-        f"({c['r_A'] / c['delta']:.3f} Delta), k eta^2/(lambda^2 Delta^4) = {c['n_unit']:.3g}"
+        WORDS.text("constants", loss=loss, lam=c["lam"], L=c["L"],
+                   sqrt_ratio=math.sqrt(c["lam"] / c["L"]), eta2=c["eta2"], delta=c["delta"],
+                   ball=c["ball"], r_A=c["r_A"], r_A_delta=c["r_A"] / c["delta"],
+                   n_unit=c["n_unit"])
         for loss, c in cons.iterrows())
-    out = [f"Constants on the alpha0 -> 0 ball ({const_txt}). Resampled IFCA, m = {p['m']}, "
-           f"k = 2, T = {p['T']}, step 1/L; a success: all final cluster estimates true and the "
-           f"final max_j error <= {mg['oracle_factor']:g} x the known-cluster oracle's."]
+    out = [WORDS.text("summary.setup", constants=const_txt, m=p["m"], T=p["T"],
+                      oracle_factor=mg["oracle_factor"])]
     if not nb["claim_cells"]:
-        return " ".join(out + ["No ball start met the n' condition: nothing to check."])
-    out.append(
-        f"Claim cells (ball starts, n' >= max({nb['n_min']}, {nb['c_claim']:g} k eta^2/(alpha0^2 "
-        f"lambda^2 Delta^4))): {nb['claim_cells']}, at least {nb['claim_trials_min']} trials each; "
-        f"smallest alpha0 per loss/direction: " + ", ".join(
-            f"{k} {v:g}" for k, v in nb["smallest_alpha"].items())
-        + f". The weakest is {nb['worst']}: success {nb['worst_p']:.3f}, Wilson lower bound "
-        f"{nb['worst_lo']:.3f} against the target {nb['target']:g}.")
+        return " ".join(out + [WORDS.text("summary.nothing to check")])
+    out.append(WORDS.text(
+        "summary.claim cells", n_min=nb["n_min"], c_claim=nb["c_claim"],
+        claim_cells=nb["claim_cells"], claim_trials_min=nb["claim_trials_min"],
+        smallest=", ".join(WORDS.text("smallest alpha0", pair=k, alpha0=v)
+                           for k, v in nb["smallest_alpha"].items()),
+        worst=nb["worst"], worst_p=nb["worst_p"], worst_lo=nb["worst_lo"], target=nb["target"]))
     if nb["below"]:
-        out.append("Certified below the target: " + "; ".join(nb["below"]) + ".")
+        out.append(WORDS.text("summary.below", cells="; ".join(nb["below"])))
     if nb["unsure"]:
-        out.append("Straddling the target: " + "; ".join(nb["unsure"][:8])
-                   + (" ..." if len(nb["unsure"]) > 8 else "") + ".")
-    nn = [f"{k}: n' = {v['n_fixed']} at every alpha0 (lowest Wilson lo {v['lo_min']:.3f}) while "
-          f"the condition asks n' >= {v['needed']:.3g} at alpha0 = {v['alpha0_min']:g} with "
-          f"c = {nb['c_claim']:g} ({v['needed'] / nb['c_claim']:.3g} x c for any c)"
+        out.append(WORDS.text("summary.unsure, first 8" if len(nb["unsure"]) > 8
+                              else "summary.unsure", cells="; ".join(nb["unsure"][:8])))
+    nn = [WORDS.text("fixed n", pair=k, n_fixed=v["n_fixed"], lo_min=v["lo_min"],
+                     needed=v["needed"], alpha0_min=v["alpha0_min"], c_claim=nb["c_claim"],
+                     per_c=v["needed"] / nb["c_claim"])
           for k, v in nb["not_needed"].items() if v is not None]
     if nn:
-        out.append(("The alpha0^-2 growth of n' is not needed" if nb["scaling_not_needed"] else
-                    "A fixed n' suffices in part") + ": " + "; ".join(nn) + ".")
+        out.append(WORDS.text("summary.not needed" if nb["scaling_not_needed"]
+                              else "summary.fixed in part", fixed="; ".join(nn)))
     if nb["thin"]:
-        out.append(f"Thin evidence: no claim cell at alpha0 <= {nb['alpha_small']:g} for "
-                   + ", ".join(nb["thin"]) + ".")
+        out.append(WORDS.text("summary.thin", alpha_small=nb["alpha_small"],
+                              pairs=", ".join(nb["thin"])))
     if len(gaps):
         a_min = gaps["alpha0"].min()
         g = gaps[gaps["alpha0"] == a_min]
-        out.append("Why: at the adversarial ball start the population loss gap of a machine's "
-                   "comparison is " + "; ".join(
-                       f"{r['loss']} {r['gap']:.3g} against the proof's lower bound alpha0 lambda "
-                       f"Delta^2 = {r['gap_bound']:.3g} ({r['gap'] / r['gap_bound']:.0f}x) at "
-                       f"alpha0 = {a_min:g}" for _, r in g.iterrows())
-                   + ": on the sqrt(lambda/L) ball the two models stay at least (1 - sqrt(lambda/L))"
-                   " Delta apart, so the comparison does not degrade as alpha0 -> 0.")
+        out.append(WORDS.text("summary.why", gaps="; ".join(
+            WORDS.text("gap", loss=r["loss"], gap=r["gap"], gap_bound=r["gap_bound"],
+                       ratio=r["gap"] / r["gap_bound"], alpha0=a_min)
+            for _, r in g.iterrows())))
     if len(drops):
-        out.append("Outside the assumption (r/Delta over the ball, the linear model's "
-                   "(1/2 - alpha0) Delta and the far radii): " + "; ".join(
-                       f"{r['loss']} {r['direction']} n' = {r['n_prime']}: success "
-                       + _drop_words(r) for _, r in drops.iterrows()) + ".")
-    out.append(f"Verdict: {_VERDICT_WORDS[d.verdict]}.")
+        out.append(WORDS.text("summary.outside", drops="; ".join(
+            WORDS.text("drop", loss=r["loss"], direction=r["direction"], n_prime=r["n_prime"],
+                       words=_drop_words(r))
+            for _, r in drops.iterrows())))
+    out.append(WORDS.text("summary.verdict", verdict=WORDS.text(f"verdict.{d.verdict}")))
     return " ".join(out)
 
 
 def _caveats(ms, p, mg):
     cons = ms["constants"]
-    nu = ", ".join(f"{loss} {c['n_unit']:.3g}" for loss, c in cons.iterrows())
-    big = ", ".join(f"{loss} {4 * c['n_unit'] / min(p['alphas']) ** 2:.3g}"
-                    for loss, c in cons.iterrows())
-    return [
-        "lambda, L and eta^2 are those of the ball of the limit alpha0 -> 0 (radius b >= r_A = "
-        "(1/2) sqrt(lambda/L) Delta), used for every alpha0: each start at (1/2 - alpha0) "
-        "sqrt(lambda/L) Delta lies in that ball, so the assumption holds with the constants it "
-        "states; a ball fitted to each alpha0 would be smaller, with a slightly larger lambda/L "
-        "(starts a little farther out) and smaller eta^2 (smaller n' levels).",
-        f"The n' condition's constant is unknown. The proof's one explicit step (long version, "
-        f"Appendix C.1, proof of Lemma 3, the Chebyshev step after eq. (35): P(F_i(theta_1) > t) "
-        f"<= 4 eta^2/(alpha^2 lambda^2 Delta^4 n'), and the same for the other model) bounds a "
-        f"machine's misassignment (k = 2) by 8 eta^2/(alpha^2 lambda^2 Delta^4 n'), i.e. 4/c at "
-        f"n' = c k eta^2/(alpha^2 lambda^2 Delta^4): below 1 only for c > 4, "
-        f"where alpha0 = {min(p['alphas']):g} needs n' = {big} (k eta^2/(lambda^2 Delta^4) = {nu}"
-        f"), beyond two cores; the scaled levels use c = "
-        f"{', '.join(f'{c:g}' for c in p['c_levels'])} (n' floored at {p['n_base']}).",
-        f"Success asks more than Theorem 2 / Corollary 2 (their error bound allows a 1/n' excess "
-        f"over the oracle with unknown constants): error within {mg['oracle_factor']:g} x the "
-        "known-cluster oracle's on the same data and every machine finally in its true cluster. "
-        "The factor was set after a pilot (the steady-state misassignment of resampled IFCA "
-        "at n' = 5-10 costs 1.1-3.6 x the oracle's error; a start that converges to the wrong "
-        "cluster costs 10-50 x); its neighbours are in the sensitivity lines.",
-        f"Assumption 6's other conditions are not checked: p >~ log(m n')/m (p = 1/2 here, "
-        f"log(m n')/m = {math.log(p['m'] * max(p['n_fixed'])) / p['m']:.2f} at the largest fixed "
-        "n') and the Delta condition have unknown constants; max ||theta*|| <~ 1 is a scale "
-        "convention.",
-        "The NeurIPS version's Assumption 6 is the alpha0 = 1/4 start of the ball family with "
-        "n' >~ k eta^2/(lambda^2 Delta^4) (no alpha0): covered by the grid when it holds 0.25.",
-        "Outside the ball lambda, L and eta^2 of the ball do not apply; the radius curves are "
-        "descriptive (no claim). The grid avoids r = Delta/2 itself: there the two adversarial "
-        "models coincide and rounding alone breaks the tie.",
-        "Paired design: within a trial every start shares the data (a run at n' reads the first "
-        "2 n' T rows of each machine) and the random directions; trials are independent.",
-    ]
+    return WORDS.items(
+        "caveats", alpha_min=min(p["alphas"]),
+        n_big=", ".join(WORDS.text("n big", loss=loss, n=4 * c["n_unit"] / min(p["alphas"]) ** 2)
+                        for loss, c in cons.iterrows()),
+        n_units=", ".join(WORDS.text("n unit", loss=loss, n_unit=c["n_unit"])
+                          for loss, c in cons.iterrows()),
+        c_levels=", ".join(format(c, "g") for c in p["c_levels"]), n_base=p["n_base"],
+        oracle_factor=mg["oracle_factor"],
+        log_ratio=math.log(p["m"] * max(p["n_fixed"])) / p["m"])
 
 
 def analyze(table, params, rng):
@@ -677,17 +636,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="A6", order=64,
-    title="Assumption 6: any alpha0 > 0 on the sqrt(lambda/L) ball, n' ~ alpha0^-2",
-    claim=("For strongly convex losses, resampled IFCA with step 1/L converges (Theorem 2, "
-           "Corollary 2) from any initialization with ||theta_j^(0) - theta*_j|| <= "
-           "(1/2 - alpha0) sqrt(lambda/L) Delta, for any 0 < alpha0 < 1/2, provided "
-           "n' >~ k eta^2/(alpha0^2 lambda^2 Delta^4) (with p >~ log(mn')/m and a Delta "
-           "condition depending on alpha0)."),
-    location=("Assumption 6, Section 5.2 of the long version (arXiv), used by Theorem 2 and "
-              "Corollary 2 (proofs in Appendices C-D; the loss gap alpha lambda Delta^2 and its "
-              "Chebyshev step in Appendix C.1); the NeurIPS version's Assumption 6 (Section 5.2) "
-              "differs: "
-              "it fixes the radius (1/4) sqrt(lambda/L) Delta and asks n' >~ k eta^2/(lambda^2 "
-              "Delta^4), with no alpha0"),
+    id="A6", order=64, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
