@@ -56,11 +56,15 @@ from ...stats import Fit, bootstrap, wilson_interval
 from .. import bounds
 from ..convex import K, LOSS_SETUPS, constants_piece, init_at_distance
 from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     combine, sensitivity_line)
+                     combine, with_margin)
+from ..words import sensitivity_lines, words
 # the model pieces (re-exported here: the study's API)
 from ._c2t_model import (_cell_constants, _constants_params, _drawer, _ifca_kw, _sizes,
                          adversarial_init, burn_in_bound, eps_grid, first_hit, floor_piece,
                          iteration_bound, run_chunked, start_radius)
+
+#: the study's prose: c2t.md beside this module
+WORDS = words(__file__)
 
 KINDS = ("random", "adversarial")
 _OPEN01 = dict(low=0, high=1, open="both")
@@ -422,7 +426,10 @@ def decide(meas, params):
 
 
 def _with(params, **margins):
-    return {"params": params["params"], "margins": {**params["margins"], **margins}}
+    """``params`` with these margins set (kept for tests/test_corollary2_iterations.py)."""
+    for key, value in margins.items():
+        params = with_margin(params, key, value)
+    return params
 
 
 # ------------------------------------------------------------------------------ analyze
@@ -430,7 +437,7 @@ def _with(params, **margins):
 
 def _fmt(est, lo, hi, digits=3):
     if not np.isfinite(est):
-        return "not measured"
+        return WORDS.text("not measured")
     f = f"{{:.{digits}g}}"
     return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]"
 
@@ -442,13 +449,10 @@ def _scope(meas, dec):
         t = meas["tests"]
         t = t[(t["loss"] == c.loss) & (t["p_small"] == c.p_small) & t["reachable"]]
         worst = t["ratio_max"].max()
-        txt = f"{_cell_name(c.loss, c.p_small)}: {d['verdict']}"
-        if np.isfinite(worst):
-            txt += f" (T_hat <= {worst:.2g} x bound"
-            if np.isfinite(c.slope_ratio):
-                txt += f", slope 1/{c.slope_ratio:.0f} of 8L/(p lambda)"
-            txt += ")"
-        parts.append(txt)
+        which = ("scope" if not np.isfinite(worst) else "scope.worst"
+                 if not np.isfinite(c.slope_ratio) else "scope.worst and slope")
+        parts.append(WORDS.text(which, cell=_cell_name(c.loss, c.p_small), verdict=d["verdict"],
+                                worst=worst, slope_ratio=c.slope_ratio))
     return "; ".join(parts)
 
 
@@ -463,15 +467,20 @@ def _numbers(meas, dec):
         rows.append({
             "loss": c.loss, "p": round(c.p, 4), "8L/(p lam)": round(c.kappa, 1),
             "T' (eq. 37)": round(c.t_prime, 1),
-            "reachable eps": (f"{te['eps'].min():.3g} to {te['eps'].max():.3g} ({len(te)} tests)"
-                              if len(te) else "none"),
-            "runs over T(eps)": (f"{int(te['exceed'].sum())}/{int(te['n'].sum())} "
-                                 f"({int(te['below_start'].sum())} with eps below the start)"),
+            "reachable eps": (WORDS.text("numbers.reachable eps", lo=te["eps"].min(),
+                                         hi=te["eps"].max(), n=len(te))
+                              if len(te) else WORDS.text("numbers.no reachable eps")),
+            "runs over T(eps)": WORDS.text("numbers.runs over", exceed=int(te["exceed"].sum()),
+                                           n=int(te["n"].sum()),
+                                           below_start=int(te["below_start"].sum())),
             "max T_hat/T(eps)": round(float(te["ratio_max"].max()), 3) if len(te) else np.nan,
             "slope dT_hat/dlog(1/eps) [95% CI]": _fmt(c.slope, c.slope_lo, c.slope_hi),
             "bound slope / measured": _fmt(c.slope_ratio, c.slope_ratio_lo, c.slope_ratio_hi),
-            "implied factor (bound)": (f"{c.implied_factor:.3f} ({c.bound_factor:.4f})"
-                                       if np.isfinite(c.implied_factor) else "not measured"),
+            "implied factor (bound)": (WORDS.text("numbers.implied factor",
+                                                  implied_factor=c.implied_factor,
+                                                  bound_factor=c.bound_factor)
+                                       if np.isfinite(c.implied_factor)
+                                       else WORDS.text("not measured")),
             "burn-in over T'": f"{int(tb['exceed'].sum())}/{int(tb['n'].sum())}",
             "mean burn-in [95% CI]": _fmt(c.burn_in_mean, c.burn_in_mean_lo, c.burn_in_mean_hi),
             "T'/mean burn-in": _fmt(c.burn_ratio, c.burn_ratio_lo, c.burn_ratio_hi),
@@ -490,11 +499,9 @@ def _non_increasing(by_alpha):
 
 def _slope_words(c):
     if not np.isfinite(c.slope):
-        return (f"slope not measured (fewer than two reachable eps below the start in a run; "
-                f"the bound's is {c.kappa:.1f})")
-    return (f"slope {_fmt(c.slope, c.slope_lo, c.slope_hi)} iterations per unit of log(1/eps) "
-            f"against {c.kappa:.1f} (implied per-step factor {c.implied_factor:.3f} against "
-            f"{c.bound_factor:.4f})")
+        return WORDS.text("slope.not measured", kappa=c.kappa)
+    return WORDS.text("slope", slope=_fmt(c.slope, c.slope_lo, c.slope_hi), kappa=c.kappa,
+                      implied_factor=c.implied_factor, bound_factor=c.bound_factor)
 
 
 def _summary(meas, dec, params):
@@ -506,102 +513,63 @@ def _summary(meas, dec, params):
         t = meas["tests"]
         t = t[(t["loss"] == c.loss) & (t["p_small"] == c.p_small) & t["reachable"]]
         te = t[t["what"] == "eps"]
-        parts.append(
-            f"{_cell_name(c.loss, c.p_small)} (lambda = {c.lam:.3g}, L = {c.L:.3g}, Delta = "
-            f"{c.delta:.3g}; 8L/(p lambda) = {c.kappa:.1f}, T' = {c.t_prime:.1f}; floor "
-            f"{c.floor_cal:.3g}, reachable eps down to {c.reach_limit:.3g}): "
-            f"{int(te['exceed'].sum())} of {int(te['n'].sum())} (run, eps) pairs over T(eps) "
-            f"({int(te['below_start'].sum())} with eps below the start), "
-            f"T_hat/T(eps) at most {te['ratio_max'].max():.3g}; " + _slope_words(c)
-            + f"; burn-in {_fmt(c.burn_in_mean, c.burn_in_mean_lo, c.burn_in_mean_hi)}"
-            f" iterations against T' = {c.t_prime:.1f} (median by alpha0 {c.burn_in_by_alpha0}: "
-            f"spread {c.burn_in_spread:g}); {d['verdict']}")
-    head = (f"Tests: fraction of data sets with T_hat > T(eps) (or burn-in > T'), Wilson "
-            f"{mg['confidence']:g} interval against tol = {mg['tol']:g}; loose when the bound's "
-            f"slope or T' over the measured one exceeds {mg['loose_factor']:g} (interval's lower "
-            f"end). m = {p['m']}, n' = {p['n_prime']}, {p['seeds']} data sets per cell, "
-            f"alpha0 in {p['alpha0']}, random and adversarial starts. ")
+        parts.append(WORDS.text(
+            "cell", cell=_cell_name(c.loss, c.p_small), lam=c.lam, L=c.L, delta=c.delta,
+            kappa=c.kappa, t_prime=c.t_prime, floor_cal=c.floor_cal, reach_limit=c.reach_limit,
+            exceed=int(te["exceed"].sum()), n=int(te["n"].sum()),
+            below_start=int(te["below_start"].sum()), ratio_max=te["ratio_max"].max(),
+            slope=_slope_words(c), burn_in=_fmt(c.burn_in_mean, c.burn_in_mean_lo,
+                                                c.burn_in_mean_hi),
+            by_alpha0=c.burn_in_by_alpha0, spread=c.burn_in_spread, verdict=d["verdict"]))
     loose = [k for k, v in nb["cells"].items() if v["loose"]]
     cells = meas["cells"]
-    tail = ""
+    tail = []
     if loose:
         sr, br = cells["slope_ratio"].dropna(), cells["burn_ratio"].dropna()
-        tail = (" The bound is loose for " + ", ".join(loose) + ": 8L/(p lambda) is "
-                + (f"{sr.min():.3g} to {sr.max():.3g} times the measured slope" if len(sr)
-                   else "not compared (no slope measured)")
-                + " and T' is " + (f"{br.min():.3g} to {br.max():.3g} times the mean burn-in"
-                                   if len(br) else "not compared (no burn-in measured)")
-                + " (the bound carries the proof's 8, p = min_j p_j and the worst-case "
-                "lambda/L of the ball).")
+        tail.append(WORDS.text(
+            "summary.loose", cells=", ".join(loose),
+            slope=(WORDS.text("loose.slope", lo=sr.min(), hi=sr.max()) if len(sr)
+                   else WORDS.text("loose.no slope")),
+            burn=(WORDS.text("loose.burn-in", lo=br.min(), hi=br.max()) if len(br)
+                  else WORDS.text("loose.no burn-in"))))
     spreads = cells["burn_in_spread"].dropna()
     if len(spreads):
         mono = all(_non_increasing(c.burn_in_by_alpha0) for c in cells.itertuples())
-        tail += (f" Across alpha0 the median burn-in moves by at most {spreads.max():g} "
-                 f"iterations (T' at least {cells['t_prime'].min():.1f}, the same for every "
-                 "alpha0: a uniform upper bound)"
-                 + ("; it never grows with alpha0 (nearer starts need no more iterations)."
-                    if mono else "; it is not monotone in alpha0."))
-    return head + ". ".join(parts) + "." + tail
+        tail.append(WORDS.text(
+            "summary.alpha0", spread=spreads.max(), t_prime=cells["t_prime"].min(),
+            trend=WORDS.text("trend.monotone" if mono else "trend.not monotone")))
+    return WORDS.text("summary", confidence=mg["confidence"], tol=mg["tol"],
+                      loose_factor=mg["loose_factor"], m=p["m"], n_prime=p["n_prime"],
+                      seeds=p["seeds"], alpha0=p["alpha0"], cells=". ".join(parts),
+                      tail="".join(" " + x for x in tail))
 
 
 def _caveats(meas, params):
     p = params["params"]
     cells = meas["cells"]
-    plat = ", ".join(f"{_cell_name(c.loss, c.p_small)}: floor {c.floor_cal:.3g} "
-                     f"(runs' own median {c.floor_run_median:.3g})" for c in cells.itertuples())
+    floors = ", ".join(WORDS.text("caveats.floor", cell=_cell_name(c.loss, c.p_small),
+                                  floor=c.floor_cal, own=c.floor_run_median)
+                       for c in cells.itertuples())
     mis = max(cells["mis0_max"]) if len(cells) else np.nan
-    return [
-        "Corollary 2 holds with probability 1 - delta (unknown) and for eps at least its error "
-        "floor, whose constants are unknown: eps below floor_mult x the calibrated floor is "
-        "not tested, and tol plays the part of delta. Floors (calibration on independent data "
-        f"sets): {plat}.",
-        "lambda and L are the extreme Hessian eigenvalues of the Monte Carlo population losses on "
-        "Theorem 2's ball for the smallest alpha0 (which holds every start); the corollary's "
-        "conditions on n', p and Delta (Assumption 6) have unknown constants and are not "
-        f"checked. The largest fraction of machines misassigned at t = 0 is {mis:.3f}. A start "
-        "is never farther than the ball's radius: the alpha each alpha0 had (alpha0:alpha) is "
-        + "; ".join(f"{c.loss}: {c.alpha_start_by_alpha0}"
-                    for c in cells.drop_duplicates("loss").itertuples()) + ".",
-        f"Each data set's runs (alpha0 x direction) share its rows; the tests count data sets "
-        f"({p['seeds']} per cell), one run each. A data set's runs go on for max(T(eps_min), T') "
-        f"iterations (at most max_iters = {p['max_iters']}), in chunks of {p['chunk']} "
-        "iterations on fresh rows (the same run as one call on all rows), ending after a chunk "
-        f"once every run has reached every eps of the grid and the burn-in level {p['tail']} "
-        "iterations before (every T_hat then known). Longest run: "
-        + ", ".join(f"{_cell_name(c.loss, c.p_small)}: {c.t_run_max} of {c.t_max}"
-                    for c in cells.itertuples()) + ".",
-        "The NeurIPS version (its Theorem 2) states T = (8L/(p lambda)) log(Delta/(2 eps)), "
-        "smaller by (8L/(p lambda)) log 4, from a start within (1/4) sqrt(lambda/L) Delta (no "
-        "burn-in); only the long version's T(eps) and T' are tested.",
-        "Distances are to the population minimizers theta_pop (which differ from theta* because "
-        "of the ridge); the slope is a within-run least squares of the integer T_hat on "
-        "log(1/eps) over the reached, reachable eps below the start.",
-    ]
-
-
-def _verdict_at(table, params, rng, floor_mult):
-    prm = _with(params, floor_mult=floor_mult)
-    return decide(measure(table, prm, rng), prm).verdict
+    starts = "; ".join(WORDS.text("caveats.alpha start", loss=c.loss,
+                                  alphas=c.alpha_start_by_alpha0)
+                       for c in cells.drop_duplicates("loss").itertuples())
+    longest = ", ".join(WORDS.text("caveats.longest", cell=_cell_name(c.loss, c.p_small),
+                                   t_run_max=c.t_run_max, t_max=c.t_max)
+                        for c in cells.itertuples())
+    return WORDS.items("caveats", floors=floors, mis=mis, alpha_starts=starts, seeds=p["seeds"],
+                       max_iters=p["max_iters"], chunk=p["chunk"], tail=p["tail"],
+                       longest=longest)
 
 
 def analyze(table, params, rng):
-    mg = params["margins"]
     meas = measure(table, params, rng)
     dec = decide(meas, params)
-    sens = [
-        sensitivity_line("tolerance tol on the fraction over the bound", mg["tol"],
-                         lambda v: decide(meas, _with(params, tol=v)).verdict,
-                         mg["tol_neighbours"]),
-        sensitivity_line("Wilson confidence", mg["confidence"],
-                         lambda v: decide(meas, _with(params, confidence=v)).verdict,
-                         mg["confidence_neighbours"]),
-        sensitivity_line("looseness factor", mg["loose_factor"],
-                         lambda v: decide(meas, _with(params, loose_factor=v)).verdict,
-                         mg["loose_factor_neighbours"]),
-        sensitivity_line("reachable eps floor_mult", mg["floor_mult"],
-                         lambda v: _verdict_at(table, params, rng, v),
-                         mg["floor_mult_neighbours"]),
-    ]
+
+    def verdict_at(q, key):  # floor_mult changes the measurement; the others only the decision
+        return decide(measure(table, q, rng) if key == "floor_mult" else meas, q).verdict
+
+    sens = sensitivity_lines(WORDS, params, verdict_at)
     tables = {".csv": _part(table, "eps"), "_runs.csv": _part(table, "run"),
               "_traces.csv": _part(table, "trace"), "_tests.csv": meas["tests"],
               "_cells.csv": meas["cells"]}
@@ -680,16 +648,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="C2T", order=62,
-    title="Corollary 2: iteration count T = (8L/(p lambda)) log(2 Delta/eps) and burn-in T'",
-    claim=("With step 1/L, after T = (8L/(p lambda)) log(2 Delta/eps) parallel iterations of "
-           "resampled IFCA every ||theta_j - theta*_j|| <= eps; the proof's burn-in: after "
-           "T' = (8L/(p lambda)) log(4 sqrt(L/lambda)) iterations every model is within "
-           "(1/4) sqrt(lambda/L) Delta, from any start within (1/2 - alpha0) sqrt(lambda/L) "
-           "Delta (T' does not depend on alpha0)."),
-    location=("Corollary 2, Section 5.2 of the long version (proof in Appendix D: T' in eq. (37), "
-              "the second phase in eq. (39)); in the NeurIPS version the same statement is its "
-              "Theorem 2 (Section 5.2; proof in its Appendix B), with T = (8L/(p lambda)) "
-              "log(Delta/(2 eps)) and a start within (1/4) sqrt(lambda/L) Delta (its "
-              "Assumption 6), so no burn-in"),
+    id="C2T", order=62, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
