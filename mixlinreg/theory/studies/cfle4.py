@@ -37,7 +37,11 @@ from ...config import Spec
 from ...stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, loglog_slope, verdict_at_most
 from ..cfl_linear import (client_gradients, cosine_similarities, draw_clients,
                           population_gradients, population_stationary_point, stationary_point)
-from ..study import Decision, Study, Verdict, combine, sensitivity_line
+from ..study import Decision, Study, Verdict, combine
+from ..words import sensitivity_lines, words
+
+#: the study's prose: cfle4.md beside this module
+WORDS = words(__file__)
 
 LAYOUTS = ("simplex3", "simplex4", "simplex5", "line3")
 LINE = (0.0, 1.0, 3.0)  # the positions of the line layout, in units of its R
@@ -397,11 +401,6 @@ def decide(meas, params):
 # ------------------------------------------------------------------------------ analysis
 
 
-def _at(params, key, value):
-    """``params`` with ``margins[key]`` set to ``value`` (a neighbouring threshold)."""
-    return {**params, "margins": {**params["margins"], key: value}}
-
-
 def _fmt_fit(fits, cond, which):
     r = fits[(fits["cond"] == cond) & (fits["which"] == which)]
     if not len(r) or not np.isfinite(r["est"].iloc[0]):
@@ -452,23 +451,13 @@ def analyze(table, params, rng):
     meas = measure(table, params, rng)
     decision = decide(meas, params)
     numbers = numbers_table(meas, decision, mg)
-    sens = [
-        sensitivity_line("population tolerance pop_tol", mg["pop_tol"],
-                         lambda v: decide(meas, _at(params, "pop_tol", v)).verdict,
-                         mg["pop_tol_neighbours"]),
-        sensitivity_line("required decay slope min_slope", mg["min_slope"],
-                         lambda v: decide(meas, _at(params, "min_slope", v)).verdict,
-                         mg["min_slope_neighbours"]),
-        sensitivity_line("slope fitted from n/d fit_from", mg["fit_from"],
-                         lambda v: decide(measure(table, params, rng, v), params).verdict,
-                         mg["fit_from_neighbours"]),
-        sensitivity_line("far from +/-1 at the smallest n/d, near", mg["near"],
-                         lambda v: decide(meas, _at(params, "near", v)).verdict,
-                         mg["near_neighbours"]),
-        sensitivity_line("fraction with a gap at the largest n/d, gap_frac", mg["gap_frac"],
-                         lambda v: decide(meas, _at(params, "gap_frac", v)).verdict,
-                         mg["gap_frac_neighbours"]),
-    ]
+
+    def verdict_at(q, key):  # fit_from changes the measurement (the slopes); the rest the decision
+        again = (measure(table, params, rng, q["margins"]["fit_from"]) if key == "fit_from"
+                 else meas)
+        return decide(again, q).verdict
+
+    sens = sensitivity_lines(WORDS, params, verdict_at)
     return Verdict(decision.verdict, numbers, summary(meas, decision, numbers, mg),
                    caveats=caveats(meas, mg), sensitivity=sens, scope=scope(meas, decision),
                    tables={"_levels.csv": meas["levels"], "_fits.csv": meas["fits"],
@@ -478,21 +467,21 @@ def analyze(table, params, rng):
 def _multi_text(meas):
     pm, pairs = meas["pop_multi"], meas["pairs"]
     eq = pm[pm["err_formula"].notna()]
-    parts = [f"k = {int(r.k)}: {r.across_max:.4f} (= -1/(k-1))" for r in eq.itertuples()]
+    equal = "; ".join(WORDS.text("multi.equal", k=int(r.k), cos=r.across_max)
+                      for r in eq.itertuples())
     dir_ = pm[(pm["weights"] == "dirichlet") & (pm["layout"] == "simplex")]
-    txt = (f"population across-cosines of equidistant centers with equal weights "
-           f"{'; '.join(parts)} (error of the formula {eq['err_formula'].max():.1e}; every "
-           f"closed form matches the computed cosines to {pm['err_cos'].max():.1e})")
+    pieces = [WORDS.text("multi", equal=equal, err_formula=eq["err_formula"].max(),
+                         err_cos=pm["err_cos"].max())]
     if len(dir_):
-        txt += (f"; with Dirichlet weights they range {dir_['across_min'].min():.3f} to "
-                f"{dir_['across_max'].max():.3f} on simplices"
-                + (", positive for some pairs" if dir_["across_max"].max() > 0 else ""))
+        hi = dir_["across_max"].max()
+        pieces.append(WORDS.text("multi.dirichlet, positive" if hi > 0 else "multi.dirichlet",
+                                 lo=dir_["across_min"].min(), hi=hi))
     if (pm["layout"] == "line").any():
-        txt += "; centers on a line at 0, 1, 3 give clusters 1 and 2 the across-cosine +1"
+        pieces.append(WORDS.text("multi.line"))
+    txt = "; ".join(pieces)
     if len(pairs):
-        worst = (pairs["cos_mean"] - pairs["pop_cos"]).abs().max()
-        txt += (f". Measured at the largest n/d the mean across-cosines are within {worst:.3f} of "
-                f"these population values")
+        txt += ". " + WORDS.text("multi.measured",
+                                 worst=(pairs["cos_mean"] - pairs["pop_cos"]).abs().max())
     return txt
 
 
@@ -501,15 +490,14 @@ def _needed(numbers, mg):
     of +/-1 and from which a gap shows, naming the extreme conditions."""
     nb = numbers[numbers["k"] == 2]
     out = []
-    for col, what in ((f"n/d from which within within {mg['near']:g} of +/-1",
-                       f"The means come within {mg['near']:g} of +/-1"),
-                      (f"n/d from which >= {mg['gap_frac']:g} show a gap",
-                       f"a gap shows in >= {mg['gap_frac']:g} of the data sets")):
+    for col, what in ((f"n/d from which within within {mg['near']:g} of +/-1", "needed.near"),
+                      (f"n/d from which >= {mg['gap_frac']:g} show a gap", "needed.gap")):
         v = nb[col].fillna(np.inf)
         lo, hi = nb.loc[v.idxmin()], nb.loc[v.idxmax()]
-        out.append(f"{what} from n/d = {lo[col]:g} ({lo['condition']}) to "
-                   f"{'beyond the grid' if not np.isfinite(v.max()) else f'{hi[col]:g}'} "
-                   f"({hi['condition']})")
+        out.append(WORDS.text(
+            what, near=mg["near"], gap_frac=mg["gap_frac"], lo=lo[col], lo_cond=lo["condition"],
+            hi=(WORDS.text("needed.beyond the grid") if not np.isfinite(v.max())
+                else format(hi[col], "g")), hi_cond=hi["condition"]))
     return "; ".join(out) + "."
 
 
@@ -521,78 +509,48 @@ def summary(meas, decision, numbers, mg):
     lvm = lv[lv["k"] > 2]
     lastm = lvm.loc[lvm.groupby("cond", sort=False)["nd"].idxmax()] if len(lvm) else lvm
     pop = meas["pop"]
-    txt = (
-        f"Population (closed form, {pop['cases']} cases of weights x separations x dimensions x "
-        f"drawn centers): |cos + 1| <= {pop['err_cos']:.1e}, |ratio / (a2/a1) - 1| <= "
-        f"{pop['err_ratio']:.1e}, stationarity of F <= {pop['err_stationary']:.1e} "
-        f"(tolerance {mg['pop_tol']:g}): {n['population']}. Finite n, k = 2, at the pooled "
-        f"least-squares stationary point: at the smallest n/d the mean within-cosine is as low as "
-        f"{n['smallest-n/d within mean']:.3f} and the mean across-cosine as high as "
-        f"{n['smallest-n/d across mean']:.3f}; at the largest n/d "
-        f"({last['nd'].max():g}) they are {last['within_mean'].min():.4f} to "
-        f"{last['within_mean'].max():.4f} and {last['across_mean'].min():.4f} to "
-        f"{last['across_mean'].max():.4f}. Log-log slopes against n/d (n/d >= {mg['fit_from']:g}) "
-        f"of 1 - mean within-cos and 1 + mean across-cos: {f2['est'].min():.2f} to "
-        f"{f2['est'].max():.2f} (largest upper end {n['largest slope hi']:.2f}; required <= "
-        f"-{mg['min_slope']:g}; first-order prediction -> -1). {_needed(numbers, mg)} "
-        f"The clusters' mean gradients obey "
-        f"eq. (3) exactly at every n (max error {lv2['eq3_err'].max():.1e}), since the pooled fit "
-        f"zeroes the sum of the clients' gradients. Verdict for k = 2: {decision.verdict}")
-    if decision.verdict == CAVEAT:
-        txt += (f" (at the smallest n/d {len(n['far at the smallest n/d'])} of {len(last)} "
-                f"conditions are farther than {mg['near']:g} from +/-1"
-                + (f"; without a gap in >= {mg['gap_frac']:g} of the data sets at the largest "
-                   f"n/d: {', '.join(n['no gap at the largest n/d'])}"
-                   if n["no gap at the largest n/d"] else "") + ")")
-    txt += ". k > 2 (outside the statement): " + _multi_text(meas)
+    verdict = decision.verdict
+    if verdict == CAVEAT:
+        no_gap = n["no gap at the largest n/d"]
+        verdict = WORDS.text("verdict.caveat, no gap" if no_gap else "verdict.caveat",
+                             verdict=verdict, far=len(n["far at the smallest n/d"]),
+                             conditions=len(last), near=mg["near"], gap_frac=mg["gap_frac"],
+                             no_gap=", ".join(no_gap))
+    k_more = _multi_text(meas)
     if len(lastm):
-        gaps = ", ".join(f"{c}: {g:.2f}" for c, g in zip(lastm["cond"], lastm["gap_frac"]))
-        txt += (f"; the mean within-cosine still rises to {lastm['within_mean'].min():.4f}-"
-                f"{lastm['within_mean'].max():.4f}, and the fraction of data sets with a gap at "
-                f"the largest n/d is {gaps}")
-    return txt + "."
+        gaps = ", ".join(WORDS.text("multi.gap", cond=c, gap=g)
+                         for c, g in zip(lastm["cond"], lastm["gap_frac"]))
+        k_more += "; " + WORDS.text("multi.rise", within_min=lastm["within_mean"].min(),
+                                    within_max=lastm["within_mean"].max(), gaps=gaps)
+    return WORDS.text(
+        "summary", cases=pop["cases"], err_cos=pop["err_cos"], err_ratio=pop["err_ratio"],
+        err_stationary=pop["err_stationary"], pop_tol=mg["pop_tol"], population=n["population"],
+        within_low=n["smallest-n/d within mean"], across_high=n["smallest-n/d across mean"],
+        nd_max=last["nd"].max(), within_min=last["within_mean"].min(),
+        within_max=last["within_mean"].max(), across_min=last["across_mean"].min(),
+        across_max=last["across_mean"].max(), fit_from=mg["fit_from"],
+        slope_min=f2["est"].min(), slope_max=f2["est"].max(), slope_hi=n["largest slope hi"],
+        min_slope=mg["min_slope"], needed=_needed(numbers, mg), eq3_err=lv2["eq3_err"].max(),
+        verdict=verdict, k_more=k_more)
 
 
 def scope(meas, decision):
     pairs = meas["pairs"]
     pos = pairs[pairs["pop_cos"] > -1 + 1e-9]
-    txt = f"k = 2 (the statement): {decision.verdict}"
     if len(pos):
-        txt += (f"; k > 2 is outside it: within-cosines still -> +1, across-cosines -> population "
-                f"values {pos['pop_cos'].min():+.3f} to {pos['pop_cos'].max():+.3f}, not -1")
-    return txt
+        return WORDS.text("scope.k > 2", verdict=decision.verdict, lo=pos["pop_cos"].min(),
+                          hi=pos["pop_cos"].max())
+    return WORDS.text("scope", verdict=decision.verdict)
 
 
 def caveats(meas, mg):
     lv = meas["levels"][meas["levels"]["k"] == 2]
     first = lv[lv["nd"] == lv["nd"].min()]
-    return [
-        f"The paper assumes r_i = R_I(i) 'for demonstration'; with n rows per client the cosines "
-        f"are +1/-1 only in the limit: at n/d = {first['nd'].min():g} the mean within-cosines "
-        f"are {first['within_mean'].min():.3f} to {first['within_mean'].max():.3f} and the mean "
-        f"across-cosines {first['across_mean'].min():.3f} to {first['across_mean'].max():.3f}. "
-        "The noise enters through rho^2 = (d + 1 + sigma^2 d / ||theta* - theta*_j||^2) / n, so "
-        "small separations, high noise and the heavier cluster (closer to theta*) need a larger "
-        "n/d.",
-        "The stationary point is the pooled least-squares fit: the fixed point of federated "
-        "gradient descent (FedAvg with one local step, equal n). With several local steps "
-        "FedAvg's fixed point on heterogeneous clients differs from it, which this study does "
-        "not measure.",
-        f"The population errors are rounding: they grow like eps ||theta*_j|| / (a_min R) "
-        f"(largest {meas['pop']['err_ratio']:.1e} for the norm ratio, at {meas['pop']['worst']}); "
-        f"a tolerance below that rounding would reject exact algebra.",
-        "The slopes use the levels n/d >= fit_from and bootstrap the data sets within each "
-        "level; the first-order prediction 1 - cos ~ rho^2 / (1 + rho^2) gives a local slope "
-        "-1 / (1 + rho^2), so the measured slope steepens toward -1 as n/d grows (predictions "
-        "are in the _levels table and the figure).",
-        "What 'readily generalized to more than two distributions' can mean here: clients of one "
-        "cluster still have cosines -> +1 and a bipartition that cuts no cluster still has the "
-        "smallest cross-similarity, but the across-cluster cosines are not -1: -1/(k-1) for "
-        "equidistant centers with equal weights, positive for some pairs with unequal weights, "
-        "and +1 for two clusters whose centers lie on the same side of theta* on a line (then "
-        "cosine similarity cannot tell those two clusters apart at this stationary point; a "
-        "later split can).",
-    ]
+    return WORDS.items("caveats", nd=first["nd"].min(), within_min=first["within_mean"].min(),
+                       within_max=first["within_mean"].max(),
+                       across_min=first["across_mean"].min(),
+                       across_max=first["across_mean"].max(),
+                       err_ratio=meas["pop"]["err_ratio"], worst=meas["pop"]["worst"])
 
 
 # ------------------------------------------------------------------------------ figure
@@ -671,13 +629,5 @@ def _pm1(ax, title):
 
 
 STUDY = Study(
-    id="CFLE4", order=200, paper="CFL",
-    title="Eq. (3)-(4): gradients at the FL stationary point, cosine +1 within / -1 across",
-    claim=("At a stationary point theta* of the Federated Learning objective a1 R1 + a2 R2 of two "
-           "data generating distributions, grad R1(theta*) = -(a2/a1) grad R2(theta*), so (with "
-           "r_i = R_I(i)) the cosine similarity of two clients' gradients is +1 within a cluster "
-           "and -1 across."),
-    location=("Eq. (3)-(4), Section 2 of the short (workshop) version; the paper assumes "
-              "r_i = R_I(i) 'for demonstration' and says the result 'can be readily generalized "
-              "to more than two data generating distributions'"),
+    id="CFLE4", order=200, paper="CFL", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
