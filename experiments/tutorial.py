@@ -491,7 +491,8 @@ for R in (1, 2, 5, 10):
 # %%
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # an EmptyClusterWarning would be about a failed restart
-    est = mlr.IFCA(n_clusters=3, lr=lr, n_init=10, n_iter=100, init="gaussian", rng=0).fit(X, y)
+    est = mlr.IFCA(n_clusters=3, lr=lr, n_init=10, n_iter=100, init="gaussian",
+                   random_state=0).fit(X, y)
 res_all = est.result_
 d_all = mlr.dist_matched(res_all.theta, theta_star)
 print("final loss of each restart:", res_all.loss.round(3).tolist())
@@ -526,7 +527,7 @@ fits = {}
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # k > 3 leaves models empty: EmptyClusterWarning, expected
     for kk in range(1, 6):
-        e_ = mlr.IFCA(n_clusters=kk, lr=lr, n_init=10, n_iter=100, init="gaussian", rng=0)
+        e_ = mlr.IFCA(n_clusters=kk, lr=lr, n_init=10, n_iter=100, init="gaussian", random_state=0)
         fits[kk] = e_.fit(X, y)
 bic = {kk: e_.bic(X, y) for kk, e_ in fits.items()}
 for kk, e_ in fits.items():

@@ -13,15 +13,11 @@ import numpy as np
 
 from . import _numerics
 from ._gram import gram_applicable
-from ._kernels import LOSS_CODES
 from ._validation import (
+    PARAMETERS,
     as_generator,
     check_array,
-    check_bool,
-    check_choice,
-    check_dtype,
-    check_float,
-    check_int,
+    check_param,
     check_scalars_fit,
     resolve_diverge_threshold,
 )
@@ -77,15 +73,16 @@ class _Problem:
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
         theta, nout, lr = _check_runs(init, lr, d, dt, loss == "multinomial")
         R, k = theta.shape[0], theta.shape[1] // nout
-        n_iter = check_int("n_iter", n_iter, low=0)
-        check_choice("averaging", averaging, {"gradient", "model"})
-        local_steps = check_int("local_steps", local_steps, low=1)
-        tol = check_float("tol", tol, low=0)
+        # every scalar option from the one table of bounds (mixlinreg._validation.PARAMETERS)
+        n_iter = check_param("n_iter", n_iter)
+        check_param("averaging", averaging)
+        local_steps = check_param("local_steps", local_steps)
+        tol = check_param("tol", tol)
         thresh = resolve_diverge_threshold(diverge_threshold, X, Y, theta,
                                            _numerics.DIVERGE_THRESHOLD)
-        check_choice("method", method, {"auto", "data", "stats", "gram"})
-        gram_memory = check_int("gram_memory", gram_memory, low=0)
-        early_stop, trace = check_bool("early_stop", early_stop), check_bool("trace", trace)
+        check_param("method", method)
+        gram_memory = check_param("gram_memory", gram_memory)
+        early_stop, trace = check_param("early_stop", early_stop), check_param("trace", trace)
         if loss == "logistic" and (Y.min() < 0 or Y.max() > 1):
             raise ValueError("y must lie in [0, 1] for loss='logistic' (labels 0/1 or probabilities), "
                              f"got values in [{Y.min()!r}, {Y.max()!r}]")
@@ -118,7 +115,7 @@ def _check_data(X, y, dtype):
     if dtype is None:
         xd = getattr(X, "dtype", None)
         dtype = xd if xd in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
-    dt = check_dtype("dtype", dtype)
+    dt = check_param("dtype", dtype)
     X = check_array("X", X, ndim=3, dtype=dt)
     m, n, d = X.shape
     if min(m, n, d) < 1:
@@ -164,20 +161,18 @@ def _check_runs(init, lr, d, dt, matrix):
                          f"got shape {init.shape}")
     theta = to_vectors(full).astype(dt, copy=True) if matrix else np.array(full, dtype=dt, order="C")
     if np.ndim(lr) == 0:
-        lr_arr = np.full(R, check_float("lr", lr.item() if isinstance(lr, np.generic) else lr,
-                                        low=0, low_open=True))
+        lr_arr = np.full(R, check_param("lr", lr.item() if isinstance(lr, np.generic) else lr))
     else:
         lr_arr = check_array("lr", lr, shape=(R,), dtype=np.float64)
-    if np.any(lr_arr <= 0):
-        raise ValueError(f"lr must be > 0 for every run, got min {lr_arr.min()!r}")
+        PARAMETERS["lr"].check_each("lr", lr_arr, "runs")
     check_scalars_fit(dt, lr=lr_arr)
     return theta, nout, lr_arr.astype(dt)
 
 
 def _check_objective(loss, l2, huber_delta, dt):
-    check_choice("loss", loss, LOSS_CODES)
-    l2 = check_float("l2", l2, low=0)
-    huber_delta = check_float("huber_delta", huber_delta, low=0, low_open=True)
+    check_param("loss", loss)
+    l2 = check_param("l2", l2)
+    huber_delta = check_param("huber_delta", huber_delta)
     check_scalars_fit(dt, l2=l2, huber_delta=huber_delta)
     return l2, huber_delta
 
@@ -201,7 +196,7 @@ def _check_y_index(y_index, y_ndim, C, R):
 
 def _check_resample(resample, n, n_iter):
     """Whether to resample, and the rows per block ``n' = n // (2 n_iter)`` (``n`` when not)."""
-    resample = check_bool("resample", resample)
+    resample = check_param("resample", resample)
     if not resample:
         return False, n
     if n_iter < 1:
@@ -216,10 +211,11 @@ def _check_resample(resample, n, n_iter):
 def _check_participation(participation, n_iter, R, m, rng):
     """The participation mask (n_iter, R, m) (drawn from run r's own child of ``rng`` for an int)."""
     part = np.zeros((1, 1, 1), dtype=np.bool_)
+    participation = check_param("participation", participation, m=m)  # None, an int or an array
     if participation is None:
         return part, False
-    if isinstance(participation, (int, np.integer)) and not isinstance(participation, bool):
-        s = check_int("participation", participation, low=1, high=m)
+    if type(participation) is int:  # checked: in [1, m]
+        s = participation
         part = np.zeros((max(n_iter, 1), R, m), dtype=np.bool_)
         for r, g in enumerate(as_generator(rng).spawn(R)):
             for t in range(n_iter):

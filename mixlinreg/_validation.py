@@ -6,6 +6,7 @@ Every error names the parameter, the allowed range or type, and the value receiv
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -86,6 +87,9 @@ def check_array(name, value, *, ndim=None, shape=None, dtype=None, finite=True):
     ``ndim`` may be an int or a tuple of allowed ints; ``shape`` a tuple whose ``None`` entries
     are free.
     """
+    if type(value).__module__.startswith("scipy.sparse"):
+        raise TypeError(f"{name} must be a dense array: sparse input ({type(value).__name__}) is "
+                        "not supported; convert it with .toarray()")
     try:
         arr = np.asarray(value)
     except Exception as exc:  # pragma: no cover - exotic inputs
@@ -153,16 +157,257 @@ def _range(low, high, low_closed, high_closed):
     return f"{left}{lo}, {hi}{right}"
 
 
-def as_generator(rng):
-    """``numpy.random.default_rng`` with a clear error (SPEC 7 style ``rng`` argument)."""
+# ------------------------------------------------------------------ the declared parameter table
+# A small vocabulary of constraints (the idea of scikit-learn's ``_parameter_constraints``, written
+# for this package: its messages, its 0-d-array-as-scalar rule, bounds that name a data quantity).
+# Each constraint checks a value with the check_* function above (so the messages name the
+# parameter, the allowed range and the value) and describes itself for errors, the docs test and
+# the config schema (:meth:`mixlinreg.config.Spec.of`).
+
+
+def _bound_text(b, default):
+    return default if b is None else (b if isinstance(b, str) else repr(b))
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` ``"int"`` or ``"float"`` in ``[low, high]`` (``None``: unbounded;
+    ``low_open`` / ``high_open`` exclude that end, for floats). A bound may be the name of a
+    quantity known only at the call (``high="m"``, the number of machines); the caller passes its
+    value: ``check(name, value, m=8)``. Integers are bools-excluded ``numbers.Integral``, floats
+    finite ``numbers.Real``; a 0-d array counts as its scalar."""
+
+    kind: str
+    low: object = None
+    high: object = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __post_init__(self):
+        if self.kind not in ("int", "float"):
+            raise ValueError(f"Interval kind must be 'int' or 'float', got {self.kind!r}")
+        if self.kind == "int" and (self.low_open or self.high_open):
+            raise ValueError("an int Interval is closed: give the bounds it includes")
+
+    def _bounds(self, known):
+        try:
+            return tuple(known[b] if isinstance(b, str) else b for b in (self.low, self.high))
+        except KeyError as exc:
+            raise TypeError(f"this Interval's bound {exc.args[0]!r} must be passed to "
+                            "check") from None
+
+    def accepts_type(self, value):
+        value = _scalar(value)
+        base = numbers.Integral if self.kind == "int" else numbers.Real
+        return isinstance(value, base) and not isinstance(value, (bool, np.bool_))
+
+    def check(self, name, value, **known):
+        low, high = self._bounds(known)
+        if self.kind == "int":
+            return check_int(name, value, low=low, high=high)
+        return check_float(name, value, low=low, high=high, low_open=self.low_open,
+                           high_open=self.high_open)
+
+    def check_each(self, name, values, what, **known):
+        """Every entry of the numeric array ``values`` inside the interval (and finite); the first
+        that is not is named, with its index among ``what`` (e.g. ``"runs"``)."""
+        low, high = self._bounds(known)
+        v = np.asarray(values, dtype=np.float64)
+        bad = ~np.isfinite(v)
+        if low is not None:
+            bad |= v <= low if self.low_open else v < low
+        if high is not None:
+            bad |= v >= high if self.high_open else v > high
+        if bad.any():
+            i = int(np.flatnonzero(bad.reshape(-1))[0])
+            raise ValueError(f"{name} must be {self.describe(**known)} for every one of its "
+                             f"{what}, got {float(v.reshape(-1)[i])!r} at index {i}")
+        return values
+
+    def describe(self, **known):
+        low, high = (known.get(b, b) if isinstance(b, str) else b for b in (self.low, self.high))
+        if self.kind == "float" and low == 0 and self.low_open and high is None:
+            return "a positive number"
+        left = "(" if self.low_open or low is None else "["
+        right = ")" if self.high_open or high is None else "]"
+        word = "an integer" if self.kind == "int" else "a finite number"
+        return f"{word} in {left}{_bound_text(low, '-inf')}, {_bound_text(high, 'inf')}{right}"
+
+
+@dataclass(frozen=True)
+class Options:
+    """One of the strings ``choices``."""
+
+    choices: tuple
+
+    def accepts_type(self, value):
+        return isinstance(value, str) and value in self.choices
+
+    def check(self, name, value, **known):
+        return check_choice(name, value, self.choices)
+
+    def describe(self, **known):
+        if len(self.choices) == 1:
+            return repr(self.choices[0])
+        return f"one of {sorted(self.choices)}"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """``True`` or ``False`` (numpy bools and 0-d bool arrays included; see :func:`check_bool`)."""
+
+    def accepts_type(self, value):
+        return isinstance(_scalar(value), (bool, np.bool_))
+
+    def check(self, name, value, **known):
+        return check_bool(name, value)
+
+    def describe(self, **known):
+        return "a bool (True or False)"
+
+
+@dataclass(frozen=True)
+class DType:
+    """A working precision: ``numpy.float32`` or ``numpy.float64`` (anything ``numpy.dtype`` reads
+    as one of them; returned as a ``numpy.dtype``)."""
+
+    def accepts_type(self, value):
+        return True
+
+    def check(self, name, value, **known):
+        return check_dtype(name, value)
+
+    def describe(self, **known):
+        return "numpy.float32 or numpy.float64"
+
+
+@dataclass(frozen=True)
+class Seed:
+    """A source of randomness: None, an int seed, a ``SeedSequence`` or a ``Generator``
+    (:func:`as_generator`); ``check`` returns the Generator, drawing nothing from it."""
+
+    def accepts_type(self, value):
+        return True
+
+    def check(self, name, value, **known):
+        return as_generator(value, name)
+
+    def describe(self, **known):
+        return "None, an int seed, a SeedSequence or a numpy.random.Generator"
+
+
+@dataclass(frozen=True)
+class Array:
+    """An array whose shape depends on the data (``shape``, in words): :meth:`check` lets any
+    non-string value through, and the function named in ``checked_by`` checks it against the data
+    once they are read (the shapes are not known before)."""
+
+    shape: str
+    checked_by: str
+
+    def accepts_type(self, value):
+        return value is not None and not isinstance(value, str)
+
+    def check(self, name, value, **known):
+        if not self.accepts_type(value):
+            raise TypeError(f"{name} must be {self.describe()}, got {_show(value)}")
+        return value
+
+    def describe(self, **known):
+        return f"an array of shape {self.shape}"
+
+
+class Either:
+    """The value meets one of ``members`` (``None`` as a member: the value may be None). The first
+    member that takes the value's type checks it (so an out-of-range number gets that member's
+    message); a value no member takes is refused with every alternative named."""
+
+    def __init__(self, *members):
+        self.members = members
+
+    def __repr__(self):
+        return f"Either{self.members!r}"
+
+    def accepts_type(self, value):
+        return any(value is None if c is None else c.accepts_type(value) for c in self.members)
+
+    def check(self, name, value, **known):
+        if value is None and None in self.members:
+            return None
+        for c in self.members:
+            if c is not None and c.accepts_type(value):
+                return c.check(name, value, **known)
+        wrong_string = isinstance(value, str) and any(isinstance(c, Options) for c in self.members)
+        raise (ValueError if wrong_string else TypeError)(
+            f"{name} must be {self.describe(**known)}, got {_show(value)}")
+
+    def describe(self, **known):
+        return " or ".join("None" if c is None else c.describe(**known) for c in self.members)
+
+
+#: The one table of the public parameters of :func:`mixlinreg.ifca` and :class:`mixlinreg.IFCA`:
+#: each one's type and bounds, stated once. ``ifca`` (``mixlinreg._problem._Problem.of``), the
+#: estimator's ``fit`` (through ``IFCA._parameter_constraints``) and the config schemas that feed
+#: them (``Spec.of``: the Figure 2 and compare protocols) all read their checks from here, so a
+#: bound cannot differ between a config, the function and the estimator. ``lr`` bounds each step
+#: size (``ifca``: a number or one per run; ``IFCA``: a number or a sequence). Arrays whose shape
+#: depends on the data are listed with that shape and checked where the data are known. ``X``,
+#: ``y`` (data, not parameters) and ``backend`` (``mixlinreg.backends.resolve_backend``, with
+#: ``BACKENDS``) are not listed.
+PARAMETERS = {
+    # what the estimator adds around ifca
+    "n_clusters": Interval("int", low=1),
+    "n_init": Interval("int", low=1),
+    "random_state": Seed(),
+    # ifca's, which the estimator passes on
+    # init: the strings are the estimator's random starts; ifca takes the arrays, (R, k, d) or
+    # (k, d) ((R, k, d, C) or (k, d, C) for loss="multinomial"; for IFCA, R is n_init)
+    "init": Either(Options(("bernoulli", "gaussian")),
+                   Array("(k, d) or (R, k, d)", "_problem._check_runs and IFCA.fit")),
+    "lr": Interval("float", low=0, low_open=True),
+    # n_iter = 0 evaluates the starts only (their labels and loss): a real call (predict and score
+    # are one), and in a config the zero point of the iterations (the starts' own success)
+    "n_iter": Interval("int", low=0),
+    "loss": Options(("squared", "logistic", "huber", "multinomial")),
+    "l2": Interval("float", low=0),
+    "huber_delta": Interval("float", low=0, low_open=True),
+    "averaging": Options(("gradient", "model")),
+    "local_steps": Interval("int", low=1),
+    "resample": Flag(),
+    "participation": Either(None, Interval("int", low=1, high="m"),
+                            Array("(n_iter, R, m) of bool", "_problem._check_participation")),
+    "y_index": Either(None, Array("(R,) of int in [0, C)", "_problem._check_y_index")),
+    "theta_star": Either(None, Array("(k', d) or (C, k', d)", "_problem._check_theta_star")),
+    "early_stop": Flag(),
+    "tol": Interval("float", low=0),
+    "diverge_threshold": Either(Options(("auto",)), Interval("float", low=0, low_open=True)),
+    "trace": Flag(),
+    "method": Options(("auto", "data", "stats", "gram")),
+    "gram_memory": Interval("int", low=0),
+    "dtype": DType(),
+    "n_threads": Either(None, Interval("int", low=1, high="NUMBA_NUM_THREADS")),
+    "rng": Seed(),
+    "shared": Either(None, Array("(d,) of bool, or distinct int coordinates in [0, d)",
+                                 "_problem.check_shared")),
+}
+
+
+def check_param(name, value, **known):
+    """``value`` checked against ``PARAMETERS[name]`` (``known``: the bounds it names)."""
+    return PARAMETERS[name].check(name, value, **known)
+
+
+def as_generator(rng, name="rng"):
+    """``numpy.random.default_rng`` with a clear error (SPEC 7 style ``rng`` argument; ``name``
+    is the parameter the message names, e.g. the estimator's ``random_state``)."""
     if isinstance(rng, np.random.RandomState):
-        raise TypeError("rng must be None, an int seed, a SeedSequence or a numpy.random.Generator; "
-                        "legacy RandomState is not accepted")
+        raise TypeError(f"{name} must be None, an int seed, a SeedSequence or a "
+                        "numpy.random.Generator; legacy RandomState is not accepted")
     try:
         return np.random.default_rng(rng)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"rng must be None, an int seed, a SeedSequence or a numpy.random.Generator, "
-                        f"got {_show(rng)}") from exc
+        raise TypeError(f"{name} must be None, an int seed, a SeedSequence or a "
+                        f"numpy.random.Generator, got {_show(rng)}") from exc
 
 
 def _rms(a):
@@ -200,15 +445,14 @@ def resolve_diverge_threshold(value, X, Y, init, base):
     before); on ``y * 1e12`` it grows with ``y``, so a correct fit is never flagged as diverged
     because the data are large.
     """
-    if isinstance(value, str) and value == "auto":
+    value = check_param("diverge_threshold", value)  # "auto" or a finite float > 0
+    if isinstance(value, str):
         scale = max(1.0, float(np.max(np.abs(init))) if init.size else 1.0)
         fit = data_parameter_scale(X, Y)
         if np.isfinite(fit):
             scale = max(scale, fit)
         return float(base * scale)
-    if isinstance(value, str):
-        raise ValueError(f"diverge_threshold must be 'auto' or a positive number, got {value!r}")
-    return check_float("diverge_threshold", value, low=0, low_open=True)
+    return value
 
 
 def check_scalars_fit(dtype, **values):

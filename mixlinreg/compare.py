@@ -163,6 +163,7 @@ def _shared_mixture(sc, rng):
 
 
 def _schema():
+    from ._validation import PARAMETERS as P  # the API's bounds for what feeds IFCA
     from .config import Spec
 
     return {"scenarios": {"m": Spec("int", low=2), "m4": Spec("int", low=4), "n": Spec("int", low=1),
@@ -171,8 +172,8 @@ def _schema():
                           "R_small": Spec("float", low=0, open="low"), "sigma": Spec("float", low=0),
                           "theta_scale": Spec("str", choices=("code", "norm")),
                           "only": Spec("list[str]", required=False, default=None)},
-            "protocol": {"n_seeds": Spec("int", low=1), "n_init": Spec("int", low=1),
-                         "n_iter": Spec("int", low=1), "early_stop": Spec("bool"),
+            "protocol": {"n_seeds": Spec("int", low=1), "n_init": Spec.of(P["n_init"]),
+                         "n_iter": Spec.of(P["n_iter"]), "early_stop": Spec.of(P["early_stop"]),
                          "soft_iter": Spec("int", low=1), "fpfc_rounds": Spec("int", low=1),
                          "fpfc_max_pair_floats": Spec("float", low=1)}}
 
@@ -218,7 +219,7 @@ class _Skip(Exception):
 def _ifca(mix, sc, proto, ss):
     steps = _steps(sc.k)
     est = IFCA(n_clusters=sc.k, lr=steps, n_init=proto["n_init"], n_iter=proto["n_iter"],
-               early_stop=proto["early_stop"], tol=1e-7, rng=np.random.default_rng(ss))
+               early_stop=proto["early_stop"], tol=1e-7, random_state=np.random.default_rng(ss))
     est.fit(mix.X, mix.y)
     n_runs = proto["n_init"] * len(steps)
     res = baselines.BaselineResult(
@@ -234,7 +235,7 @@ def _ifca_shared(mix, sc, proto, ss):
         raise _Skip("the scenario has no coordinates known to be shared")
     steps = _steps(sc.k)
     est = IFCA(n_clusters=sc.k, lr=steps, n_init=proto["n_init"], n_iter=proto["n_iter"],
-               early_stop=proto["early_stop"], tol=1e-7, rng=np.random.default_rng(ss),
+               early_stop=proto["early_stop"], tol=1e-7, random_state=np.random.default_rng(ss),
                shared=sc.shared)
     est.fit(mix.X, mix.y)
     n_runs = proto["n_init"] * len(steps)
@@ -367,9 +368,9 @@ def _warm_up():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 2-iteration fits: empty models are expected
         mix = make_mixture(8, 12, 3, 2, 1.0, 0.1, rng=0)
-        IFCA(n_clusters=2, n_init=1, n_iter=2, rng=0).fit(mix.X, mix.y)
+        IFCA(n_clusters=2, n_init=1, n_iter=2, random_state=0).fit(mix.X, mix.y)
         mix = make_mixture(8, 2, 3, 2, 1.0, 0.1, rng=0)
-        IFCA(n_clusters=2, n_init=1, n_iter=2, rng=0).fit(mix.X, mix.y)
+        IFCA(n_clusters=2, n_init=1, n_iter=2, random_state=0).fit(mix.X, mix.y)
 
 
 def run_compare(preset="smoke", *, n_seeds=None, seed=0, scenario_list=None, progress=None,

@@ -182,6 +182,47 @@ class Spec:
         if self.kind not in self._KINDS:
             raise ValueError(f"Spec kind must be one of {list(self._KINDS)}, got {self.kind!r}")
 
+    @classmethod
+    def of(cls, constraint, **kw):
+        """The Spec of an API parameter: its entry in ``mixlinreg._validation.PARAMETERS`` (an
+        ``Interval``, ``Options`` or ``Flag``), so that a config and the function it feeds
+        cannot allow different values; ``kw`` as for Spec (``default``, ``required``).
+
+        >>> from mixlinreg._validation import PARAMETERS
+        >>> Spec.of(PARAMETERS["n_iter"], default=300, required=False).check("n_iter", 0)
+        0
+        """
+        return cls(**cls._fields_of(constraint), **kw)
+
+    @classmethod
+    def list_of(cls, constraint, **kw):
+        """:meth:`of` for a non-empty list of such values (an ``Interval`` or ``Options``).
+
+        >>> from mixlinreg._validation import PARAMETERS
+        >>> Spec.list_of(PARAMETERS["lr"]).check("steps", [1.0, 0.1])
+        [1.0, 0.1]
+        """
+        fields = cls._fields_of(constraint)
+        if fields["kind"] == "bool":
+            raise TypeError("Spec.list_of takes an Interval or Options (there is no list[bool])")
+        return cls(**{**fields, "kind": f"list[{fields['kind']}]"}, **kw)
+
+    @staticmethod
+    def _fields_of(constraint):
+        from ._validation import Flag, Interval, Options
+
+        if isinstance(constraint, Interval):
+            if isinstance(constraint.low, str) or isinstance(constraint.high, str):
+                raise ValueError(f"Spec.of needs fixed bounds, got {constraint!r}")
+            side = {(False, False): "", (True, False): "low", (False, True): "high",
+                    (True, True): "both"}[(constraint.low_open, constraint.high_open)]
+            return dict(kind=constraint.kind, low=constraint.low, high=constraint.high, open=side)
+        if isinstance(constraint, Options):
+            return dict(kind="str", choices=tuple(constraint.choices))
+        if isinstance(constraint, Flag):
+            return dict(kind="bool")
+        raise TypeError(f"Spec.of takes an Interval, Options or Flag, got {constraint!r}")
+
     def _one(self, where, v, kind):
         if kind == "bool":
             if not isinstance(v, bool):  # TOML booleans are true/false, never "false" or 0

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import warnings
 
+import numba
 import numpy as np
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from ._validation import (as_generator, check_array, check_bool, check_choice, check_dtype, check_float,
-                          check_int, data_parameter_scale, step_scale_note)
+from ._validation import (PARAMETERS, Either, Options, check_array, data_parameter_scale,
+                          step_scale_note)
 from . import ifca as _ifca_module
 from ._problem import check_shared
 from .inits import init_bernoulli, tie_shared
@@ -75,13 +76,20 @@ class IFCA(BaseEstimator):
     n_init : int, default 10
         Initializations per step size.
     n_iter : int, default 300
+        Iterations of every run, >= 0 (0: the starts are only evaluated and the best is kept).
     init : {"bernoulli", "gaussian"} or array (k, d) or (n_init, k, d)
         ``"bernoulli"``: independent coordinate-wise Bernoulli(0.5) entries (the paper's Section 6.1);
         ``"gaussian"``: standard normal entries; an array is used as given.
     loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype, n_threads
         As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
+    random_state : None, int, SeedSequence or Generator, default None
+        Source of the random initializations (numpy's ``default_rng`` reads it: an int or a
+        SeedSequence gives the same starts at every ``fit``; a Generator is drawn from and
+        advances, as scikit-learn's RandomState instances do). A legacy ``RandomState`` is refused.
     rng : None, int, SeedSequence or Generator
-        Source of the random initializations.
+        Deprecated alias of ``random_state`` (the same values give the same results, bit for bit);
+        ``fit`` warns with a FutureWarning. It will be removed in the next release. Passing both
+        is an error.
     shared : None, bool array (d,) or sequence of ints, default None
         Weight sharing (see :func:`ifca`): coordinates all k models share, trained on every
         machine. The random initializations are tied there (:func:`mixlinreg.tie_shared`: the mean
@@ -105,11 +113,40 @@ class IFCA(BaseEstimator):
     result_ : IFCAResult
         All runs, for inspection (``result_.loss``, ``result_.diverged``, ...).
 
+    Notes
+    -----
+    scikit-learn compatibility. ``IFCA`` is a :class:`sklearn.base.BaseEstimator`:
+    ``get_params`` / ``set_params``, :func:`sklearn.base.clone` (every parameter round-trips),
+    its repr and pickling work as for scikit-learn's estimators; ``__init__`` only stores the
+    parameters, and :meth:`fit` checks them all, before computing anything, against the
+    package's one table of bounds (``mixlinreg._validation.PARAMETERS``, which :func:`ifca` and
+    the configs read too). The seed is ``random_state``, as in scikit-learn, but read by numpy's
+    ``default_rng`` (an int, a SeedSequence or a Generator; a legacy ``RandomState`` is refused).
+    The machines are the samples: ``X`` (m, n, d) and ``y`` (m, n) are indexed along their first
+    axis, so :func:`sklearn.model_selection.cross_val_score` and ``GridSearchCV`` split machines
+    and score held-out machines with :meth:`score` (use them for ``lr`` or ``l2``; ``score``
+    cannot choose ``n_clusters``, :meth:`bic` can).
+
+    Where it cannot follow scikit-learn: ``fit`` takes a 3-d ``X`` and a 2-d ``y`` (one row of
+    responses per machine), never the 2-d ``X`` (n_samples, n_features) and 1-d ``y`` that
+    scikit-learn's estimator checks generate, and :meth:`predict` and :meth:`score` need ``y``
+    (a machine is assigned by the losses of its labelled data). So of
+    :func:`sklearn.utils.estimator_checks.check_estimator` only the checks that do not fit on
+    such data apply, and they pass (construction, parameters, cloning, repr, tags, refusing a 1-d
+    ``X``, sparse input and a ``y`` of None); the others, and the one that calls ``predict(X)``, are listed with their
+    reasons in ``tests/test_estimator_sklearn.py``, which tests what they test (fit returns
+    ``self``, leaves the parameters alone, is idempotent, refuses NaN, pickles, takes
+    Fortran-ordered data) on machine data instead. Complex data get a ``TypeError``, as
+    everywhere in this package, where scikit-learn expects a ``ValueError``. The estimator is
+    neither a classifier, a regressor nor a clusterer in scikit-learn's sense (no mixin); its
+    tags say that ``fit`` needs ``y`` and takes 3-d input.
+
     Examples
     --------
     >>> import mixlinreg as mlr
     >>> mix = mlr.make_mixture(m=40, n=100, d=10, k=2, R=1.0, sigma=0.1, rng=0)
-    >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=5, n_iter=200, rng=1).fit(mix.X, mix.y)
+    >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=5, n_iter=200, random_state=1)
+    >>> est = est.fit(mix.X, mix.y)
     >>> est.coef_.shape
     (2, 10)
     >>> mlr.metrics.adjusted_rand(mix.labels, est.labels_)
@@ -130,7 +167,7 @@ class IFCA(BaseEstimator):
     def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
                  loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
                  early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
-                 rng=None, diverge_threshold="auto", shared=None):
+                 random_state=None, diverge_threshold="auto", shared=None, rng="deprecated"):
         self.n_clusters = n_clusters
         self.lr = lr
         self.n_init = n_init
@@ -146,9 +183,63 @@ class IFCA(BaseEstimator):
         self.method = method
         self.dtype = dtype
         self.n_threads = n_threads
-        self.rng = rng
+        self.random_state = random_state
         self.diverge_threshold = diverge_threshold
         self.shared = shared
+        self.rng = rng
+
+    #: What each parameter may be: the entries of the package's one table of bounds
+    #: (``mixlinreg._validation.PARAMETERS``, shared with :func:`ifca` and the config schemas),
+    #: checked at the start of :meth:`fit` before anything is computed. ``rng`` is the deprecated
+    #: alias of ``random_state`` ("deprecated": not given).
+    _constraints = {**{name: PARAMETERS[name] for name in (
+        "n_clusters", "lr", "n_init", "n_iter", "init", "loss", "l2", "huber_delta", "averaging",
+        "local_steps", "early_stop", "tol", "method", "dtype", "n_threads", "random_state",
+        "diverge_threshold", "shared")},
+        # the estimator's models are vectors: no "multinomial" (fit says so first)
+        "loss": Options(tuple(c for c in PARAMETERS["loss"].choices if c != "multinomial")),
+        "rng": Either(Options(("deprecated",)), PARAMETERS["rng"])}
+
+    def _checked_params(self):
+        """Every parameter checked against :attr:`_constraints` (in the order of ``__init__``),
+        the step sizes as a float array and the source of randomness resolved (``rng``, the
+        deprecated alias, warns); nothing is computed before this passes."""
+        if isinstance(self.loss, str) and self.loss == "multinomial":
+            raise ValueError("loss='multinomial' is not supported by the IFCA estimator (its "
+                             "models are vectors); call mixlinreg.ifca with init of shape "
+                             "(R, k, d, C)")
+        known = {"NUMBA_NUM_THREADS": numba.config.NUMBA_NUM_THREADS}
+        p = {}
+        for name, constraint in self._constraints.items():
+            value = getattr(self, name)
+            if name == "lr":  # a step size, or a non-empty flat sequence of them
+                lrs = np.atleast_1d(np.asarray(value, dtype=object))
+                if lrs.ndim != 1 or lrs.size == 0:
+                    raise ValueError(f"lr must be {constraint.describe()} or a non-empty flat "
+                                     f"sequence of them, got {value!r}")
+                p[name] = np.array([constraint.check(name, v) for v in lrs])
+            else:
+                p[name] = constraint.check(name, value, **known)
+        if not (isinstance(self.rng, str) and self.rng == "deprecated"):
+            if self.random_state is not None:
+                raise ValueError(f"pass random_state only: rng is its deprecated alias, got both "
+                                 f"rng={self.rng!r} and random_state={self.random_state!r}")
+            warnings.warn("IFCA(rng=...) is deprecated and will be removed in the next release: "
+                          "pass random_state=... instead (it takes the same values and gives the "
+                          "same results)", FutureWarning, stacklevel=3)
+            p["random_state"] = p["rng"]
+        return p
+
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (read by scikit-learn >= 1.6): ``fit`` needs ``y``, ``X`` is 3-d.
+
+        ``two_d_array`` stays True: :meth:`predict` and :meth:`score` take one machine's 2-d
+        ``X``, and with it False scikit-learn's ``check_estimator`` would skip every check,
+        the ones that apply included."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.input_tags.three_d_array = True
+        return tags
 
     def _kernel_kwargs(self):
         return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
@@ -185,19 +276,26 @@ class IFCA(BaseEstimator):
         Raises
         ------
         ValueError
-            For ``loss="multinomial"`` (the estimator's models are vectors: call :func:`ifca` with
-            ``init`` of shape (R, k, d, C)); ``n_clusters`` or ``n_init`` below 1; an empty or
-            nested ``lr``, or a step size that is not finite and > 0; a string ``init`` other than
-            ``"bernoulli"`` or ``"gaussian"``, or an ``init`` array not of shape (k, d) or
-            (n_init, k, d); a ``dtype`` other than float32 or float64; ``X`` not 3-d, ``y`` not
-            of shape (m, n), or NaN or inf in either. The other options (``loss``,
-            ``averaging``, ``method``, ``tol``, ``shared``, ...) are checked by :func:`ifca` (and
-            ``shared`` with a string ``init`` by :func:`mixlinreg.tie_shared`), which raise
-            ValueError or TypeError for a bad value.
+            Before anything is computed, for a parameter outside its range (every parameter is
+            checked first, against the one table of bounds that :func:`ifca` and the configs
+            use): ``loss="multinomial"`` (the estimator's models are vectors: call :func:`ifca`
+            with ``init`` of shape (R, k, d, C)) or another ``loss`` not among ``"squared"``,
+            ``"logistic"``, ``"huber"``; ``n_clusters``, ``n_init`` or ``local_steps`` below 1,
+            ``n_iter`` below 0; an empty or nested ``lr``, or a step size that is not finite and
+            > 0; ``l2`` or ``tol`` below 0, ``huber_delta`` or a numeric ``diverge_threshold``
+            not > 0; a string ``init``, ``averaging``, ``method`` or ``diverge_threshold`` that
+            is not one of its options; ``n_threads`` outside [1, numba's pool]; a ``dtype``
+            other than float32 or float64; both ``random_state`` and its deprecated alias
+            ``rng``. Then, on the data: ``y`` None; an ``init`` array not of shape (k, d) or (n_init, k, d);
+            ``X`` not 3-d, ``y`` not of shape (m, n), or NaN or inf in either; a ``shared`` that
+            is not a bool mask (d,) or distinct coordinates in [0, d) (:func:`ifca`, or
+            :func:`mixlinreg.tie_shared` with a string ``init``).
         TypeError
-            For a non-integer ``n_clusters`` or ``n_init``, a non-bool ``early_stop``, a
-            non-number step size, a ``dtype`` that is not a dtype, non-numeric ``X`` or ``y``, or
-            an ``rng`` that is not None, an int, a SeedSequence or a Generator.
+            For a non-integer ``n_clusters``, ``n_init``, ``n_iter``, ``local_steps`` or
+            ``n_threads``, a non-bool ``early_stop``, a non-number step size, ``l2`` or ``tol``,
+            a ``dtype`` that is not a dtype, non-numeric or sparse ``X`` or ``y``, or a
+            ``random_state`` (or ``rng``) that is not None, an int, a SeedSequence or a
+            Generator.
         OverflowError
             When entries of ``X`` or ``y`` overflow ``dtype``, or a run's loss at its starting
             models overflows it (:func:`ifca`; a run that diverges later is a result instead).
@@ -217,6 +315,9 @@ class IFCA(BaseEstimator):
             When some of the ``n_clusters`` models of the kept run have no training machine (and
             some run did not diverge). A subclass of :class:`~mixlinreg.ConvergenceWarning`, so
             a filter on that warning covers it too.
+        FutureWarning
+            When the deprecated ``rng`` is given (use ``random_state``; same values, same
+            results).
 
         See Also
         --------
@@ -233,7 +334,7 @@ class IFCA(BaseEstimator):
         --------
         >>> import mixlinreg as mlr
         >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
-        >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> est = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=4, random_state=1).fit(mix.X, mix.y)
         >>> est.result_.loss.shape  # 4 starts x 2 step sizes
         (8,)
         >>> est.coef_.shape, est.labels_.shape, est.loss_history_.shape
@@ -241,22 +342,15 @@ class IFCA(BaseEstimator):
         >>> mlr.adjusted_rand(mix.labels, est.labels_)
         1.0
         """
-        if self.loss == "multinomial":
-            raise ValueError("loss='multinomial' is not supported by the IFCA estimator (its models "
-                             "are vectors); call mixlinreg.ifca with init of shape (R, k, d, C)")
-        k = check_int("n_clusters", self.n_clusters, low=1)
-        check_bool("early_stop", self.early_stop)
-        n_init = check_int("n_init", self.n_init, low=1)
-        dt = check_dtype("dtype", self.dtype)
+        p = self._checked_params()
+        k, n_init, dt, lrs, gen = (p["n_clusters"], p["n_init"], p["dtype"], p["lr"],
+                                   p["random_state"])
+        if y is None:
+            raise ValueError("IFCA requires y to be passed, but the target y is None: y holds the "
+                             "responses of the machines, shape (m, n)")
         X = check_array("X", X, ndim=3, dtype=dt)
         d = X.shape[2]
-        lrs = np.atleast_1d(np.asarray(self.lr, dtype=object))
-        if lrs.ndim != 1 or lrs.size == 0:
-            raise ValueError(f"lr must be a positive number or a non-empty sequence of them, got {self.lr!r}")
-        lrs = np.array([check_float("lr", v, low=0, low_open=True) for v in lrs])
-        gen = as_generator(self.rng)
-        if isinstance(self.init, str):
-            check_choice("init", self.init, {"bernoulli", "gaussian"})
+        if isinstance(self.init, str):  # "bernoulli" or "gaussian" (checked)
             if self.init == "bernoulli":
                 theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
             else:
@@ -361,7 +455,7 @@ class IFCA(BaseEstimator):
         --------
         >>> import mixlinreg as mlr
         >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
-        >>> est = mlr.IFCA(n_clusters=2, n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> est = mlr.IFCA(n_clusters=2, n_init=4, random_state=1).fit(mix.X, mix.y)
         >>> bool((est.predict(mix.X, mix.y) == est.labels_).all())
         True
         >>> est.predict(mix.X[0], mix.y[0]).shape  # one machine: X (n, d), y (n,)
@@ -408,7 +502,7 @@ class IFCA(BaseEstimator):
         --------
         >>> import mixlinreg as mlr
         >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
-        >>> est = mlr.IFCA(n_clusters=2, n_init=4, rng=1).fit(mix.X, mix.y)
+        >>> est = mlr.IFCA(n_clusters=2, n_init=4, random_state=1).fit(mix.X, mix.y)
         >>> bool(abs(est.score(mix.X, mix.y) + est.loss_) <= 1e-12)
         True
         """
@@ -500,8 +594,8 @@ class IFCA(BaseEstimator):
         >>> mix = mlr.make_mixture(m=60, n=50, d=5, k=3, R=1.0, sigma=0.1, rng=0)
         >>> with warnings.catch_warnings():
         ...     warnings.simplefilter("ignore")
-        ...     bics = {k: mlr.IFCA(n_clusters=k, n_init=20, rng=1).fit(mix.X, mix.y).bic(mix.X, mix.y)
-        ...             for k in range(1, 6)}
+        ...     bics = {k: mlr.IFCA(n_clusters=k, n_init=20, random_state=1).fit(mix.X, mix.y)
+        ...                 .bic(mix.X, mix.y) for k in range(1, 6)}
         >>> min(bics, key=bics.get)
         3
 
@@ -541,7 +635,8 @@ class IFCA(BaseEstimator):
         --------
         >>> import mixlinreg as mlr
         >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
-        >>> one, two = (mlr.IFCA(n_clusters=k, n_init=4, rng=1).fit(mix.X, mix.y) for k in (1, 2))
+        >>> one, two = (mlr.IFCA(n_clusters=k, n_init=4, random_state=1).fit(mix.X, mix.y)
+        ...             for k in (1, 2))
         >>> bool(two.aic(mix.X, mix.y) < one.aic(mix.X, mix.y))
         True
         """

@@ -22,7 +22,7 @@ from ._firstuse import announce_compile_path, dispatchers_of
 from ._gram import run_gram
 from ._kernels import LOSS_CODES, Data, Loss, Result, Stop, Trace, Update
 from ._problem import _Problem, check_start_finite, from_vectors
-from ._validation import check_int
+from ._validation import check_param
 
 # each says once when it compiled (a numba cache miss)
 run_direct = announce_compile_path(_chunked.run_direct, dispatchers_of(_chunked), "the IFCA kernel")
@@ -307,8 +307,9 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        early_stop=early_stop, tol=tol, diverge_threshold=diverge_threshold,
                        trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng,
                        shared=shared)
-    threads = numba.get_num_threads() if n_threads is None else check_int(
-        "n_threads", n_threads, low=1, high=numba.config.NUMBA_NUM_THREADS)
+    n_threads = check_param("n_threads", n_threads,
+                            NUMBA_NUM_THREADS=numba.config.NUMBA_NUM_THREADS)
+    threads = numba.get_num_threads() if n_threads is None else n_threads
     res = _run_jax(prob) if backend == "jax" else _run(prob, threads)
     check_start_finite(prob, res)  # an OverflowError naming the scales, not a "divergence"
     return res

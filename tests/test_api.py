@@ -89,7 +89,8 @@ def test_single_run_init_2d(small):
 
 def test_estimator_recovers_clusters():
     mix = mlr.make_mixture(m=40, n=60, d=8, k=2, R=1.0, sigma=0.1, rng=3)
-    est = mlr.IFCA(n_clusters=2, lr=[0.05, 0.2], n_init=6, n_iter=150, rng=4).fit(mix.X, mix.y)
+    est = mlr.IFCA(n_clusters=2, lr=[0.05, 0.2], n_init=6, n_iter=150,
+                   random_state=4).fit(mix.X, mix.y)
     assert est.coef_.shape == (2, 8)
     assert mlr.adjusted_rand(mix.labels, est.labels_) == 1.0
     assert mlr.dist_matched(est.coef_, mix.theta_star) < 0.6 * 0.1
@@ -107,8 +108,8 @@ def test_estimator_recovers_clusters():
 
 def test_estimator_is_reproducible():
     mix = mlr.make_mixture(m=20, n=30, d=5, k=2, R=1.0, sigma=0.1, rng=5)
-    a = mlr.IFCA(n_clusters=2, n_init=3, n_iter=20, rng=6).fit(mix.X, mix.y)
-    b = mlr.IFCA(n_clusters=2, n_init=3, n_iter=20, rng=6).fit(mix.X, mix.y)
+    a = mlr.IFCA(n_clusters=2, n_init=3, n_iter=20, random_state=6).fit(mix.X, mix.y)
+    b = mlr.IFCA(n_clusters=2, n_init=3, n_iter=20, random_state=6).fit(mix.X, mix.y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
 
 
@@ -119,9 +120,9 @@ def test_estimator_all_diverged_warns():
     assert issubclass(mlr.ConvergenceWarning, SklearnConvergenceWarning)
     mix = mlr.make_mixture(m=10, n=20, d=4, k=2, R=1.0, sigma=0.1, rng=7)
     with pytest.warns(SklearnConvergenceWarning, match="all 2 runs of IFCA diverged"):
-        mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, rng=8).fit(mix.X, mix.y)
+        mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, random_state=8).fit(mix.X, mix.y)
     with pytest.warns(mlr.ConvergenceWarning, match="all 2 runs of IFCA diverged"):
-        est = mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, rng=8).fit(mix.X, mix.y)
+        est = mlr.IFCA(n_clusters=2, lr=1e6, n_init=2, n_iter=50, random_state=8).fit(mix.X, mix.y)
     assert est.result_.diverged.all()
 
 
@@ -184,7 +185,7 @@ def test_estimator_old_module_path_still_names_it():
 
     assert old is mlr.IFCA
     mix = mlr.make_mixture(m=10, n=20, d=3, k=2, R=1.0, sigma=0.1, rng=0)
-    est = mlr.IFCA(n_clusters=2, n_init=2, n_iter=20, rng=1).fit(mix.X, mix.y)
+    est = mlr.IFCA(n_clusters=2, n_init=2, n_iter=20, random_state=1).fit(mix.X, mix.y)
     blob = pickle.dumps(est, protocol=0)
     assert b"mixlinreg.estimator\nIFCA" in blob
     back = pickle.loads(blob.replace(b"mixlinreg.estimator\nIFCA", b"mixlinreg.ifca\nIFCA"))

@@ -201,8 +201,8 @@ def test_overflow_names_the_runs_and_reaches_the_estimator(mix):
     with pytest.raises(OverflowError, match=r"run\(s\) \[1\] of 2"):
         mlr.ifca(mix.X, mix.y, starts, 0.1, n_iter=5)
     with pytest.raises(OverflowError, match=r"max\|y\| = \d\.\d+e\+160"):
-        mlr.IFCA(2, n_init=2, n_iter=10, rng=1).fit(mix.X, mix.y * 1e160)
-    fitted = mlr.IFCA(2, n_init=2, n_iter=20, rng=1).fit(mix.X, mix.y)
+        mlr.IFCA(2, n_init=2, n_iter=10, random_state=1).fit(mix.X, mix.y * 1e160)
+    fitted = mlr.IFCA(2, n_init=2, n_iter=20, random_state=1).fit(mix.X, mix.y)
     with pytest.raises(OverflowError, match="max"):
         fitted.score(mix.X, mix.y * 1e160)
 
@@ -211,7 +211,7 @@ def test_overflow_names_the_runs_and_reaches_the_estimator(mix):
 def test_a_divergence_is_a_warning_naming_lr_and_the_scale(mix):
     for X, lr in ((mix.X, 1e6), (mix.X * 1e100, 0.1)):
         with pytest.warns(mlr.ConvergenceWarning, match=r"smaller lr.*rms\(X\) = .*1 / rms\(X\)\^2"):
-            est = mlr.IFCA(2, n_init=2, n_iter=30, lr=lr, rng=1).fit(X, mix.y)
+            est = mlr.IFCA(2, n_init=2, n_iter=30, lr=lr, random_state=1).fit(X, mix.y)
         assert est.result_.diverged.all() and (est.result_.n_iter >= 1).all()
 
 

@@ -232,3 +232,58 @@ def test_spec_open_ends():
         Spec("float", low=0, high=1, open="high").check("x", 1.0)
     with pytest.raises(ValueError, match="Spec open must be one of"):
         Spec("float", low=0, open="low high")
+
+
+def test_n_iter_has_the_apis_bound_in_the_configs_that_feed_ifca(tmp_path):
+    """One table entry, ``mixlinreg._validation.PARAMETERS["n_iter"]`` (n_iter >= 0: 0 evaluates
+    the starts only), bounds n_iter in ifca, IFCA and the Figure 2 and compare configs (the
+    configs once refused 0 while the API took it)."""
+    import numpy as np
+
+    import mixlinreg as mlr
+    from mixlinreg import compare
+    from mixlinreg._validation import PARAMETERS
+    from mixlinreg.harness.experiment import _schema as figure2_schema
+
+    entry = PARAMETERS["n_iter"]
+    assert (entry.kind, entry.low, entry.high) == ("int", 0, None)
+    for spec in (figure2_schema()["protocol"]["n_iter"], compare._schema()["protocol"]["n_iter"]):
+        assert (spec.kind, spec.low, spec.high, spec.open) == ("int", 0, None, "")
+    for schema in (figure2_schema(), compare._schema()):  # the other shared keys too
+        assert schema["protocol"]["n_init"].low == PARAMETERS["n_init"].low == 1
+        assert schema["protocol"]["early_stop"].kind == "bool"
+    steps, tol = figure2_schema()["protocol"]["steps"], figure2_schema()["protocol"]["tol"]
+    assert (steps.kind, steps.low, steps.open) == ("list[float]", 0, "low")
+    assert (tol.low, tol.open) == (PARAMETERS["tol"].low, "")
+
+    fig = (CONFIGS / "fig2a.toml").read_text()
+    cmp = (CONFIGS / "compare.toml").read_text()
+    for text, load in ((fig, lambda p: load_config(p, "paper").protocol["n_iter"]),
+                       (cmp, lambda p: compare.load_preset("paper", p)[1]["n_iter"])):
+        assert "\nn_iter = 300\n" in text
+        zero = _write(tmp_path, text.replace("\nn_iter = 300\n", "\nn_iter = 0\n", 1), "zero")
+        assert load(zero) == 0
+        bad = _write(tmp_path, text.replace("\nn_iter = 300\n", "\nn_iter = -1\n", 1), "bad")
+        with pytest.raises(ValueError, match=r"protocol\.n_iter must be an integer in \[0, inf\), "
+                                             r"got -1"):
+            load(bad)
+    mix = mlr.make_mixture(m=8, n=6, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+    for call in (lambda: mlr.ifca(mix.X, mix.y, np.zeros((1, 2, 5)), 0.1, n_iter=-1),
+                 lambda: mlr.IFCA(n_iter=-1).fit(mix.X, mix.y)):
+        with pytest.raises(ValueError, match=r"^n_iter must be in \[0, inf\), got -1$"):
+            call()
+
+
+def test_spec_of_reads_a_table_entry():
+    from mixlinreg._validation import PARAMETERS, Interval
+
+    assert Spec.of(PARAMETERS["lr"]) == Spec("float", low=0, open="low")
+    assert Spec.of(PARAMETERS["method"]).choices == ("auto", "data", "stats", "gram")
+    assert Spec.of(Interval("float", low=0, high=1, high_open=True)).open == "high"
+    with pytest.raises(ValueError, match="fixed bounds"):
+        Spec.of(PARAMETERS["participation"].members[1])  # bounded by m, known only at the call
+    with pytest.raises(TypeError, match="Spec.of takes"):
+        Spec.of(PARAMETERS["random_state"])
+    assert Spec.list_of(PARAMETERS["lr"]) == Spec("list[float]", low=0, open="low")
+    with pytest.raises(TypeError, match="no list\\[bool\\]"):
+        Spec.list_of(PARAMETERS["early_stop"])

@@ -166,7 +166,7 @@ def test_jax_n_iter_zero_and_estimator(make_problem):
     for backend in ("jax", "numba"):
         with mlr.use_backend(backend):
             est[backend] = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=3, n_iter=50, method="data"
-                                    if backend == "numba" else "auto", rng=0).fit(X, y)
+                                    if backend == "numba" else "auto", random_state=0).fit(X, y)
     assert est["jax"].result_.method == "jax" and est["numba"].result_.method == "data"
     assert_same(est["jax"].result_, est["numba"].result_)
     assert_array_equal(est["jax"].predict(X, y), est["numba"].predict(X, y))

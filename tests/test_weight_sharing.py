@@ -217,11 +217,12 @@ def test_the_estimator_ties_its_starts_and_counts_shared_parameters_once():
     X = rng.standard_normal((m, n, d))
     y = np.einsum("mnd,md->mn", X, ts[labels]) + 0.1 * rng.standard_normal((m, n))
     shared = np.arange(1, d)
-    est = mlr.IFCA(n_clusters=2, lr=[0.3], n_init=4, n_iter=150, init="gaussian", rng=0,
+    est = mlr.IFCA(n_clusters=2, lr=[0.3], n_init=4, n_iter=150, init="gaussian", random_state=0,
                    shared=shared).fit(X, y)
     assert_array_equal(est.coef_[0, shared], est.coef_[1, shared])
     assert mlr.adjusted_rand(est.labels_, labels) == 1.0
-    plain = mlr.IFCA(n_clusters=2, lr=[0.3], n_init=4, n_iter=150, init="gaussian", rng=0).fit(X, y)
+    plain = mlr.IFCA(n_clusters=2, lr=[0.3], n_init=4, n_iter=150, init="gaussian",
+                     random_state=0).fit(X, y)
     assert est._n_parameters() == 2 * 1 + 5 + 1 + 1 and plain._n_parameters() == 2 * 6 + 1 + 1
     # same log-likelihood scale, fewer parameters: the shared fit's penalty is smaller
     ll_s, _ = est._log_likelihood(X, y)

@@ -58,20 +58,23 @@ def _schema():
     sigma required; alpha0 only with ``init = "close"``) and ``[protocol]`` (only ``steps``
     required). :func:`mixlinreg.config.load` checks each value against it; :func:`load_config`
     adds only the checks that involve several values."""
+    from .._validation import PARAMETERS as P  # the API's bounds: a config allows what ifca does
+
     S = _cfg.Spec
     grid = {a: S("list[int]", low=1) for a in GROUP_AXES}
     grid.update(R=S("list[float]", low=0), sigma=S("list[float]", low=0),
                 alpha0=S("list[float]", low=0, high=0.5, open="low", required=False))
     opt = dict(required=False)
     protocol = dict(
-        steps=S("list[float]", low=0, open="low"),
-        n_iter=S("int", low=1, default=300, **opt), n_init=S("int", low=1, default=10, **opt),
+        steps=S.list_of(P["lr"]),
+        n_iter=S.of(P["n_iter"], default=300, **opt), n_init=S.of(P["n_init"], default=10, **opt),
         trials=S("int", low=1, default=40, **opt),
         dtype=S("str", choices=("float32", "float64"), default="float32", **opt),
         theta_scale=S("str", choices=("code", "norm"), default="code", **opt),
         init=S("str", choices=("bernoulli", "close"), default="bernoulli", **opt),
         success_plus=S("float", low=0, default=0.0, **opt), seed=S("int", low=0, default=0, **opt),
-        early_stop=S("bool", default=False, **opt), tol=S("float", low=0, default=1e-6, **opt))
+        early_stop=S.of(P["early_stop"], default=False, **opt),
+        tol=S.of(P["tol"], default=1e-6, **opt))
     return {"grid": grid, "protocol": protocol}
 
 

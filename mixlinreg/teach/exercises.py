@@ -301,7 +301,8 @@ def _bic_penalty_count(k, d, m=30, n=6):
     X, y = gen.standard_normal((m, n, d)), gen.standard_normal((m, n))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # empty models are fine here: only the count matters
-        est = mlr.IFCA(n_clusters=k, lr=0.1, n_init=1, n_iter=1, rng=18, n_threads=1).fit(X, y)
+        est = mlr.IFCA(n_clusters=k, lr=0.1, n_init=1, n_iter=1, random_state=18,
+                       n_threads=1).fit(X, y)
     return (est.bic(X, y) - est.aic(X, y)) / (np.log(m) - 2.0)
 
 

@@ -29,7 +29,7 @@ N_INIT = 10 if SMOKE else 20
 mix = mlr.make_mixture(m=60, n=50, d=5, k=3, R=1.0, sigma=0.1, rng=0)
 order = np.random.default_rng(0).permutation(60)
 train, held_out = order[:48], order[48:]
-est = mlr.IFCA(n_clusters=3, lr=[0.1, 0.3], n_init=N_INIT, rng=1)
+est = mlr.IFCA(n_clusters=3, lr=[0.1, 0.3], n_init=N_INIT, random_state=1)
 est.fit(mix.X[train], mix.y[train])
 print(f"kept run: step {est.lr_}, {est.n_iter_} iterations, training loss {est.loss_:.4f}")
 print(f"{est.result_.theta.shape[0]} runs in one kernel call, "
@@ -69,7 +69,7 @@ bic, aic, loss = [], [], []
 for k in ks:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an extra model left empty warns: expected for k > 3
-        fit = mlr.IFCA(n_clusters=k, lr=[0.1, 0.3], n_init=N_INIT, rng=1).fit(mix.X, mix.y)
+        fit = mlr.IFCA(n_clusters=k, lr=[0.1, 0.3], n_init=N_INIT, random_state=1).fit(mix.X, mix.y)
     bic.append(fit.bic(mix.X, mix.y))
     aic.append(fit.aic(mix.X, mix.y))
     loss.append(fit.loss_)

@@ -45,7 +45,7 @@ for R in SEPARATIONS:
     seps.append(mix.separation)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # an empty model warns; it is part of the picture here
-        est = mlr.IFCA(n_clusters=K, lr=[0.1, 0.3], n_init=10, rng=1).fit(mix.X, mix.y)
+        est = mlr.IFCA(n_clusters=K, lr=[0.1, 0.3], n_init=10, random_state=1).fit(mix.X, mix.y)
     init = mlr.init_bernoulli(1, K, mix.X.shape[2], rng=2)[0]
     results = {
         "oracle": baselines.oracle(mix.X, mix.y, mix.labels),
