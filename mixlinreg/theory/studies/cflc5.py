@@ -48,8 +48,11 @@ from scipy import optimize, stats
 from ...config import Spec
 from ...stats import wilson_interval
 from ..cfl_linear import client_gradients, draw_clients, stationary_point
-from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line)
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: cflc5.md beside this module
+WORDS = words(__file__)
 
 SEPARATES, OVERLAPS, UNDETERMINED = "separates", "overlaps", "undetermined"
 _POS = dict(low=0, open="low")
@@ -390,11 +393,6 @@ def decide(cells, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-def _fmt_cell(c):
-    return (f"n/d = {c['n_over_d']:g}, sigma = {c['sigma']:g}, R = {c['R']:g}, k = {c['k']}, "
-            f"m = {c['m']}")
-
-
 def _numbers(cells):
     """The record's table: one row per (k, m, n/d)."""
     rows = []
@@ -414,33 +412,21 @@ def _scope(dec):
     nb = dec.numbers
     if not nb["separates"] or np.isnan(nb.get("S_all", np.nan)):
         return ""
-    one = "one eps2 serves" if nb["universal"] else "no single eps2 serves"
+    one = WORDS.text("one.serves" if nb["universal"] else "one.none")
     if nb["separates"] == nb["cells"]:
-        return (f"a separating eps2 exists in every cell (R/(sigma sqrt(d/n)) >= "
-                f"{nb['S_first']:.3g}); {one} them all")
-    between = ("" if nb["S_all"] <= nb["S_first"] else
-               f"; between {nb['S_first']:.3g} and {nb['S_all']:.3g} it depends on n/d, m and k")
-    return (f"holds where R/(sigma sqrt(d/n)) >= {nb['S_all']:.3g} (every cell of the grid); no "
-            f"separating eps2 below {nb['S_first']:.3g}{between}; {one} every separating cell")
-
-
-def _verdict_at(table, params, **kw):
-    return decide(measure(table, params, **kw), params).verdict
+        return WORDS.text("scope.every cell", S_first=nb["S_first"], one=one)
+    return WORDS.text("scope" if nb["S_all"] <= nb["S_first"] else "scope.between",
+                      S_all=nb["S_all"], S_first=nb["S_first"], one=one)
 
 
 def analyze(table, params, rng):
-    mg = params["margins"]
     cells = measure(table, params)
     dec = decide(cells, params)
     cong = congruent_summary(table, params)
     demo = table[table["part"] == "cfl"].dropna(axis=1, how="all")
     grid = table[table["part"] == "grid"].dropna(axis=1, how="all")
-    sens = [sensitivity_line("largest error rate max_error", mg["max_error"],
-                             lambda v: _verdict_at(table, params, max_error=v),
-                             mg["max_error_neighbours"]),
-            sensitivity_line("Wilson confidence", mg["confidence"],
-                             lambda v: _verdict_at(table, params, confidence=v),
-                             mg["confidence_neighbours"])]
+    # both thresholds act in measure: the cells are made again at each neighbour
+    sens = sensitivity_lines(WORDS, params, lambda q, key: decide(measure(table, q), q).verdict)
     tables = {".csv": grid, "_cells.csv": cells, "_congruent.csv": cong,
               "_incongruent_rms.csv": incongruent_rms(table, params)}
     if len(demo):
@@ -452,33 +438,29 @@ def analyze(table, params, rng):
 
 
 def _band_words(c):
-    return f"({c['band_lo']:.3g}, {c['band_hi']:.3g}] at {_fmt_cell(c)}"
+    return WORDS.text("band", band_lo=c["band_lo"], band_hi=c["band_hi"], n_over_d=c["n_over_d"],
+                      sigma=c["sigma"], R=c["R"], k=c["k"], m=c["m"])
 
 
 def _summary(cells, cong, inc, dec, demo, params):
     p, mg, nb = params["params"], params["margins"], dec.numbers
+    scale = cong["median"] / cong["scale"]
     out = [
-        f"Largest client gradient norm at the pooled least-squares stationary point, d = {p['d']}, "
-        f"{int(cells['replicates'].min())} replicates per cell. Congruent (k = 1): its median is "
-        f"{cong['median_ratio'].min():.2f} to {cong['median_ratio'].max():.2f} times the "
-        f"prediction (2 sigma sqrt(d/n) sqrt(kappa t/d), max over m independent clients; "
-        f"{(cong['median'] / cong['scale']).min():.2f} to "
-        f"{(cong['median'] / cong['scale']).max():.2f} times 2 sigma sqrt(d/n)) and its "
-        f"{1 - mg['max_error']:g} quantile "
-        f"{cong['q_hi_ratio'].min():.2f} to {cong['q_hi_ratio'].max():.2f} times its prediction; "
-        f"the client root mean square is {cong['rms_ratio'].min():.3f} to "
-        f"{cong['rms_ratio'].max():.3f} times 2 sigma sqrt(kappa d/n). Incongruent: the client "
-        f"root mean square is {inc['ratio'].min():.3f} to {inc['ratio'].max():.3f} times "
-        "2 sqrt(R^2 (k-1)/(2k) (1 + (d+1)/n) + kappa sigma^2 d/n) (2 ||theta_bar - theta*_j|| "
-        "plus noise).",
-        _m_words(cong, mg),
-        f"An eps2 with at most {mg['max_error']:g} false splits of congruent and missed splits of "
-        f"incongruent populations (Wilson bounds at {mg['confidence']:g}) exists in "
-        f"{nb['separates']} of {nb['cells']} cells ({nb['overlaps']} certainly overlap, "
-        f"{nb['undetermined']} undetermined)" + ("." if not nb["separates"] else "")]
+        WORDS.text("summary", d=p["d"], replicates=int(cells["replicates"].min()),
+                   median_min=cong["median_ratio"].min(), median_max=cong["median_ratio"].max(),
+                   scale_min=scale.min(), scale_max=scale.max(), quantile=1 - mg["max_error"],
+                   q_min=cong["q_hi_ratio"].min(), q_max=cong["q_hi_ratio"].max(),
+                   rms_min=cong["rms_ratio"].min(), rms_max=cong["rms_ratio"].max(),
+                   inc_min=inc["ratio"].min(), inc_max=inc["ratio"].max()),
+        _m_words(cong, mg)]
+    counts = dict(max_error=mg["max_error"], confidence=mg["confidence"],
+                  separates=nb["separates"], cells=nb["cells"], overlaps=nb["overlaps"],
+                  undetermined=nb["undetermined"])
     if nb["separates"]:
-        out[-1] += _region_words(cells, nb)
+        out.append(_region_words(cells, nb, counts))
         out.append(_universal_words(cells, nb, mg, p))
+    else:
+        out.append(WORDS.text("summary.no cells", **counts))
     out.append(_demo_words(demo))
     return " ".join(s for s in out if s)
 
@@ -487,50 +469,47 @@ def _opens_at(g):
     """Where the band opens in the cells ``g`` of one (k, m), in words."""
     s_all, s_first, _ = region(g)
     if np.isnan(s_first):
-        return "never"
+        return WORDS.text("opens.never")
     if np.isnan(s_all):
-        return f"{s_first:.3g} (not in every cell above)"
-    return f"{s_all:.3g}" if s_first >= s_all else f"{s_first:.3g} (every cell from {s_all:.3g})"
+        return WORDS.text("opens.not in every cell above", S_first=s_first)
+    return (WORDS.text("opens.at", S_all=s_all) if s_first >= s_all else
+            WORDS.text("opens.every cell from", S_first=s_first, S_all=s_all))
 
 
-def _region_words(cells, nb):
+def _region_words(cells, nb, counts):
     big = cells[cells["S"] >= cells["S"].max() / 4]
     ratio = (big["inc_lo"] / big["inc_population"]).min()
-    per = "; ".join(f"{_opens_at(g)} for k = {k}, m = {m}"
-                    for (k, m), g in cells.groupby(["k", "m"]))
-    where = ("in none of the largest S" if np.isnan(nb["S_all"]) else
-             f"in every cell with S = R/(sigma sqrt(d/n)) >= {nb['S_all']:.3g}")
-    fail = "" if np.isnan(nb["S_fail"]) else f" (the largest S without a band: {nb['S_fail']:.3g})"
-    return (f": {where}, in none below {nb['S_first']:.3g}{fail}. The band opens at S = {per}, "
-            f"against the predicted opening S_pred = {cells['S_pred'].min():.3g} to "
-            f"{cells['S_pred'].max():.3g} (where R sqrt(2(k-1)/k) meets the predicted congruent "
-            "upper quantile; conservative, as the incongruent maximum over clients is above the "
-            "population norm and grows with m too). The incongruent lower quantile is at least "
-            f"{ratio:.2f} times R sqrt(2(k-1)/k) in the top quarter of S.")
+    opens = "; ".join(WORDS.text("opens", at=_opens_at(g), k=k, m=m)
+                      for (k, m), g in cells.groupby(["k", "m"]))
+    where = (WORDS.text("where.none") if np.isnan(nb["S_all"]) else
+             WORDS.text("where.every cell", S_all=nb["S_all"]))
+    region_ = WORDS.text("region" if np.isnan(nb["S_fail"]) else "region.fail", where=where,
+                         S_first=nb["S_first"], S_fail=nb["S_fail"])
+    return WORDS.text("summary.cells", **counts, region=region_, opens=opens,
+                      s_pred_min=cells["S_pred"].min(), s_pred_max=cells["S_pred"].max(),
+                      ratio=ratio)
 
 
 def _universal_words(cells, nb, mg, p):
     lo, hi = cells.loc[nb["low"]], cells.loc[nb["high"]]
-    out = ("One eps2 serves every separating cell: "
-           f"({nb['common_lo']:.3g}, {nb['common_hi']:.3g}]." if nb["universal"] else
-           "No single eps2 serves every separating cell (the paper tunes eps2): the band is "
-           f"{_band_words(lo)} but {_band_words(hi)}.")
-    out += (f" Its lower edge, the congruent {1 - mg['max_error']:g} quantile, scales with "
-            f"sigma sqrt(d/n): {cells['cong_hi'].min():.3g} to {cells['cong_hi'].max():.3g} on "
-            "the grid.")
+    out = [WORDS.text("universal.one", common_lo=nb["common_lo"], common_hi=nb["common_hi"])
+           if nb["universal"] else
+           WORDS.text("universal.none", low=_band_words(lo), high=_band_words(hi)),
+           WORDS.text("universal.lower edge", quantile=1 - mg["max_error"],
+                      lo=cells["cong_hi"].min(), hi=cells["cong_hi"].max())]
     k, m, R = p["k"][0], p["figure_m"], p["figure_R"]
     g = cells[(cells["k"] == k) & (cells["m"] == m) & np.isclose(cells["R"], R)]
     sep = g[g["status"] == SEPARATES]
     if len(sep):
         c_lo, c_hi = sep["band_lo"].max(), sep["band_hi"].min()
-        out += (f" At R = {R:g} (k = {k}, m = {m}) {len(sep)} of {len(g)} (n, sigma) cells "
-                "separate, " + (f"sharing the eps2 range ({c_lo:.3g}, {c_hi:.3g}]" if c_lo < c_hi
-                                else "with no eps2 common to all")
-                + "; without a band: "
-                + "; ".join(f"n/d = {c['n_over_d']:g}, sigma = {c['sigma']:g} (congruent upper "
-                            f"quantile {c['cong_hi']:.3g}, incongruent lower {c['inc_lo']:.3g})"
-                            for _, c in g[g["status"] != SEPARATES].iterrows()) + ".")
-    return out
+        without = "; ".join(WORDS.text("without a band", n_over_d=c["n_over_d"],
+                                       sigma=c["sigma"], cong_hi=c["cong_hi"], inc_lo=c["inc_lo"])
+                            for _, c in g[g["status"] != SEPARATES].iterrows())
+        out.append(WORDS.text(
+            "universal.figure cell", R=R, k=k, m=m, separate=len(sep), cells=len(g),
+            common=(WORDS.text("common.range", lo=c_lo, hi=c_hi) if c_lo < c_hi
+                    else WORDS.text("common.none")), without=without))
+    return " ".join(out)
 
 
 def _m_words(cong, mg):
@@ -539,40 +518,26 @@ def _m_words(cong, mg):
         return ""
     w = cong.pivot(index="n", columns="m", values="q_hi")
     r = w[ms[-1]] / w[ms[0]]
-    return (f"The maximum grows with m: the congruent {1 - mg['max_error']:g} quantile at "
-            f"m = {ms[-1]} is {r.min():.2f} to {r.max():.2f} times that at m = {ms[0]}.")
+    return WORDS.text("summary.m", quantile=1 - mg["max_error"], m_hi=ms[-1], r_min=r.min(),
+                      r_max=r.max(), m_lo=ms[0])
 
 
 def _demo_words(demo):
     if demo.empty:
         return ""
     c = demo.iloc[0]
-    head = (f"CFL itself (mixlinreg.baselines.cfl, n = {int(c['n'])}, m = {int(c['m'])}, "
-            f"sigma = {c['sigma']:g}, R = {c['R']:g}): ")
+    head = WORDS.text("demo.head", n=int(c["n"]), m=int(c["m"]), sigma=c["sigma"], R=c["R"])
     if "correct" not in demo or not np.isfinite(c["eps2_gradient"]):
-        return head + "no eps2 separates every k at that cell on its calibration draws; not run."
-    parts = [f"k = {k}: {int(g['correct'].sum())}/{len(g)} "
-             + ("stopped without a split" if k == 1 else "split into exactly the k clusters")
-             for k, g in demo.groupby("k")]
-    return (head + f"with eps2 = lr x {c['eps2_gradient']:.3g} (geometric middle of the band "
-            f"({c['band_lo']:.3g}, {c['band_hi']:.3g}] of its own calibration draws), on fresh "
-            "data: " + "; ".join(parts) + ".")
+        return WORDS.text("demo.not run", head=head)
+    runs = "; ".join(WORDS.text("demo.k = 1" if k == 1 else "demo.k > 1", k=k,
+                                correct=int(g["correct"].sum()), runs=len(g))
+                     for k, g in demo.groupby("k"))
+    return WORDS.text("demo", head=head, eps2=c["eps2_gradient"], lo=c["band_lo"],
+                      hi=c["band_hi"], runs=runs)
 
 
 def _caveats(cells, cong, params):
-    p = params["params"]
-    return [
-        "The cells of one R/sigma share their draws (X, eps): the largest norm is exactly sigma "
-        "times a function of R/sigma, n, d, m and k (linearity of the pooled fit), so sigma "
-        "only rescales the band; the congruent rows are the noise part of the incongruent ones.",
-        f"Gaussian design, d = {p['d']}, equal clusters whose models form a regular simplex of "
-        "edge R; the exact stationary point (pooled least squares). CFL reaches it only to within "
-        "eps1, and its eps2 is lr times the gradient threshold (cfl's update is -lr x gradient).",
-        "The predicted congruent quantiles treat the m clients as independent (the pooled term "
-        "couples them weakly) and n ||g_i||^2 / (4 sigma^2 kappa) as (chi2_n/n) chi2_d.",
-        "A band needs enough replicates: with N replicates the Wilson upper bound of 0 errors is "
-        "about 3.84 / N, so max_error below that leaves every cell undetermined.",
-    ]
+    return WORDS.items("caveats", d=params["params"]["d"])
 
 
 # ------------------------------------------------------------------------------ figure
@@ -667,11 +632,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="CFLC5", order=210, paper="CFL",
-    title="Criterion (5): the largest client gradient separates congruent from incongruent",
-    claim=("At the Federated Learning stationary point theta*, max_{i in c} ||grad r_i(theta*)|| "
-           "< eps2 when the clients are congruent (all close to a stationary point of their own "
-           "risk: CFL stops) and >= eps2 when they are incongruent (CFL splits)."),
-    location=("Criterion (5), Section 2, and Algorithm 2 (line 4) of the short (workshop) "
-              "version; the paper leaves eps2 to be chosen"),
+    id="CFLC5", order=210, paper="CFL", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
