@@ -29,10 +29,14 @@ import pandas as pd
 
 from ...config import Spec
 from ...stats import wilson_interval
-from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import HOLDS, combine
 from ..initialization import (A0_DIRECTIONS, a0_cells, a0_compare_verdict, a0_summary,
                               a0_trial_rows, a0_verdict)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: a0.md beside this module
+WORDS = words(__file__)
 
 _OPEN01 = dict(low=0, high=1, open="both")
 SCHEMA = {
@@ -232,25 +236,27 @@ def _numbers(cinfo, floors, sig):
     rows = []
     for r in cinfo["cases"].itertuples(index=False):
         rows.append(dict(
-            quantity=f"P(a0={a_ref:g}) - P(a0={a_min:g}), k=2", setting=r.setting,
+            quantity=WORDS.text("numbers.difference", a_ref=a_ref, a_min=a_min),
+            setting=r.setting,
             resample="yes" if r.resample else "no", direction=r.direction, estimate=r.diff,
             lo=r.lo, hi=r.hi, trials=r.trials,
-            detail=(f"P({a_ref:g}) = {r.p_ref:.3f}, P({a_min:g}) = {r.p_min:.3f}; only "
-                    f"{a_ref:g}: {r.n_ref_only}, only {a_min:g}: {r.n_this_only}")))
+            detail=WORDS.text("numbers.difference detail", a_ref=a_ref, a_min=a_min,
+                              p_ref=r.p_ref, p_min=r.p_min, n_ref_only=r.n_ref_only,
+                              n_this_only=r.n_this_only)))
     for name, o in floors.items():
         v = o["oracle_gd_over_sigma"].to_numpy()
         rows.append(dict(
-            quantity="known-cluster resampled GD error / sigma, k=2", setting=name, resample="yes",
+            quantity=WORDS.text("numbers.floor"), setting=name, resample="yes",
             direction="(known clusters)", estimate=float(v.mean()),
             lo=float(np.quantile(v, 0.05)), hi=float(np.quantile(v, 0.95)), trials=int(v.size),
-            detail=(f"mean [5%, 95%] over trials; max {v.max():.3f}; <= {sig:g} sigma in "
-                    f"{(v <= sig).mean():.3f} of trials; oracle on all rows "
-                    f"{o['oracle_all_over_sigma'].mean():.3f}")))
+            detail=WORDS.text("numbers.floor detail", max=v.max(), sig=sig,
+                              share=(v <= sig).mean(),
+                              oracle_all=o["oracle_all_over_sigma"].mean())))
     return pd.DataFrame(rows)
 
 
 def _d_fmt(r):
-    return f"{r['diff']:+.3f} [{r['lo']:+.3f}, {r['hi']:+.3f}]"
+    return WORDS.text("difference", diff=r["diff"], lo=r["lo"], hi=r["hi"])
 
 
 def _hard_texts(m, cinfo, others):
@@ -261,18 +267,18 @@ def _hard_texts(m, cinfo, others):
     hard_txt, mis_txt = [], []
     for name in others:
         c = cases[(cases["setting"] == name) & cases["resample"].astype(bool)]
-        hard_txt.append(f"{name}, k = 2, resampled: " + "; ".join(
-            f"{r['direction']}: P({a_ref:g}) = {r['p_ref']:.2f}, P({a_min:g}) = {r['p_min']:.2f}, "
-            f"difference {_d_fmt(r)}" for _, r in c.iterrows()))
+        hard_txt.append(WORDS.text("hard", setting=name, cases="; ".join(
+            WORDS.text("hard.case", direction=r["direction"], a_ref=a_ref, p_ref=r["p_ref"],
+                       a_min=a_min, p_min=r["p_min"], difference=_d_fmt(r))
+            for _, r in c.iterrows())))
     for name in others:
         mis = summary[(summary["setting"] == name) & (summary["k"] == 2)
                       & summary["resample"].astype(bool) & (summary["direction"] == "mixed")]
         if len(mis):
             m_min = float(mis[np.isclose(mis["alpha0"], a_min)]["misclass0"].iloc[0])
             m_ref = float(mis[np.isclose(mis["alpha0"], a_ref)]["misclass0"].iloc[0])
-            mis_txt.append(f"in the {name} setting the first cluster estimate (mixed placement, "
-                           f"resampled) misclassifies {m_min:.3f} of the machines at alpha0 = "
-                           f"{a_min:g} against {m_ref:.3f} at {a_ref:g}")
+            mis_txt.append(WORDS.text("misclassification", setting=name, m_min=m_min,
+                                      a_min=a_min, m_ref=m_ref, a_ref=a_ref))
     return hard_txt, mis_txt
 
 
@@ -289,26 +295,18 @@ def _context_text(m, cinfo, settings):
                 continue
             cr = c[np.isclose(c["alpha0"], c["alpha_ref"])]
             cm = c[np.isclose(c["alpha0"], c["alpha0"].min())]
-            ctx_txt.append(
-                f"k = {k}, {name}: P({a_ref:g}) {cr['p'].min():.2f}-{cr['p'].max():.2f}, "
-                f"P({a_min:g}) {cm['p'].min():.2f}-{cm['p'].max():.2f}, differences "
-                f"{cm['diff'].min():+.3f} to {cm['diff'].max():+.3f} over the directions")
+            ctx_txt.append(WORDS.text(
+                "context", k=k, setting=name, a_ref=a_ref, p_ref_min=cr["p"].min(),
+                p_ref_max=cr["p"].max(), a_min=a_min, p_min_min=cm["p"].min(),
+                p_min_max=cm["p"].max(), diff_min=cm["diff"].min(), diff_max=cm["diff"].max()))
     return ctx_txt
 
 
 def _describe(name, cfg):
-    return (f"{name}: sigma = {cfg['sigma']:g} (rho = Delta^2/sigma^2 = {_rho(cfg):.3g}), "
-            f"Delta = {cfg['delta']:g}, d = {cfg['d']}, T = {cfg['n_iter']} iterations, "
-            f"n' = {cfg['n_prime']} (n = {2 * cfg['n_iter'] * cfg['n_prime']}), "
-            f"{cfg['m_per_cluster']} machines per cluster")
-
-
-_VERDICT_EXPL = {
-    HOLDS: "both parts hold",
-    CAVEAT: "the comparison holds but the absolute rule only with a caveat",
-    INCONCLUSIVE: "at least one part does not decide",
-    NOT_SUPPORTED: "at least one part contradicts the claim",
-}
+    return WORDS.text("setting", setting=name, sigma=cfg["sigma"], rho=_rho(cfg),
+                      delta=cfg["delta"], d=cfg["d"], n_iter=cfg["n_iter"],
+                      n_prime=cfg["n_prime"], n=2 * cfg["n_iter"] * cfg["n_prime"],
+                      m_per_cluster=cfg["m_per_cluster"])
 
 
 def _summary(m, d, cinfo, ainfo, params, settings, floors):
@@ -325,100 +323,56 @@ def _summary(m, d, cinfo, ainfo, params, settings, floors):
         r = summary[(summary["setting"] == absolute) & (summary["k"] == 2)
                     & summary["resample"].astype(bool) & (summary["direction"] == direction)
                     & np.isclose(summary["alpha0"], ainfo["alpha0"])].iloc[0]
-        return f"{r.successes}/{r.trials} = {r.p:.2f} [{r.lo:.2f}, {r.hi:.2f}]"
+        return WORDS.text("absolute", direction=direction, successes=r.successes,
+                          trials=r.trials, p=r.p, lo=r.lo, hi=r.hi)
 
     worst = cases.loc[cases["hi"].idxmax()]
     fl = {s: o["oracle_gd_over_sigma"].to_numpy() for s, o in floors.items()}
-    floor_txt = "; ".join(
-        f"{s}: mean {v.mean():.3f} sigma, max {v.max():.3f} sigma, <= {sig:g} sigma in "
-        f"{(v <= sig).mean():.1%} of the trials" for s, v in fl.items())
+    floor_txt = "; ".join(WORDS.text("floor", setting=s, mean=v.mean(), max=v.max(), sig=sig,
+                                     share=(v <= sig).mean()) for s, v in fl.items())
     share = p["floor_share"]
     floor_ok = all((v <= sig).mean() >= share for v in fl.values())
-    abs_txt = ", ".join(f"{dd} {p_fmt(dd)}" for dd in p["directions"])
-    return (
-        f"Success = final one-to-one matched distance <= {sig:g} sigma (the paper's text rule), "
-        f"step gamma p = {p['gamma_p']:g} in both modes, {p['trials']} independent trials per "
-        f"(setting, k), each trial's data shared by every alpha0, direction and mode. Settings: "
-        + "; ".join(_describe(s, settings[s]) for s in settings) + ". "
-        f"Rule (k = 2): in each of the {len(cases)} cases (setting x resample x direction) the "
-        f"paired difference P(alpha0 = {a_ref:g}) - P(alpha0 = {a_min:g}) with Newcombe's "
-        f"{100 * mg['confidence']:g}% interval; not supported if some lower bound is > "
-        f"{margin:g} (a small alpha0 clearly worse), holds if every upper bound is <= {margin:g} "
-        f"and the {absolute} setting's absolute rule holds (Wilson lower bound >= {target:g} at "
-        f"alpha0 = {ainfo['alpha0']:g} with resampling in every direction, not supported below "
-        f"{floor:g}), inconclusive if an interval straddles {margin:g}; the verdict is the weaker "
-        f"of the two parts. Comparison: {v_cmp} ({cinfo['reason']}). " + ". ".join(hard_txt)
-        + f". Largest upper bound over all cases: {_d_fmt(worst)} ({worst['setting']}, "
-        f"{'resampled' if bool(worst['resample']) else 'no resampling'}, {worst['direction']}). "
-        + (f"The smallest alpha0 is detectably (lower bound > 0) but not materially worse in "
-           f"{int((cases['lo'] > 0).sum())} of the {len(cases)} cases (largest difference "
-           f"{cases['diff'].max():+.3f}). " if (cases["lo"] > 0).any() and v_cmp == HOLDS else "")
-        + f"Absolute rule ({absolute}, k = 2, resampled, alpha0 = {ainfo['alpha0']:g}): {v_abs} "
-        f"({ainfo['reason']}; {abs_txt}). Overall: {_VERDICT_EXPL[d.verdict]}. "
-        + (f"The start does matter at first: {'; '.join(mis_txt)}. " if mis_txt else "")
-        + f"Known-cluster floor of the resampled runs (same steps and blocks, true clusters): "
-        f"{floor_txt}"
-        + (f", so the {sig:g} sigma rule measures the cost of wrong cluster estimates, not a "
-           f"statistical floor. " if floor_ok else
-           f"; the floor itself misses {sig:g} sigma in more than {1 - share:.0%} of some "
-           f"setting's trials, so failures there are partly statistical. ")
-        + ("Context (no claim in the paper), resampled: " + "; ".join(ctx_txt) + "."
-           if ctx_txt else ""))
+    detectably = (WORDS.text("summary.detectably", detectable=int((cases["lo"] > 0).sum()),
+                             cases=len(cases), largest=cases["diff"].max()) + " "
+                  if (cases["lo"] > 0).any() and v_cmp == HOLDS else "")
+    start_matters = (WORDS.text("summary.start matters", misclassification="; ".join(mis_txt))
+                     + " " if mis_txt else "")
+    floor_end = (WORDS.text("summary.floor below", sig=sig) if floor_ok else
+                 WORDS.text("summary.floor misses", sig=sig, share=1 - share)) + " "
+    context = WORDS.text("summary.context", context="; ".join(ctx_txt)) if ctx_txt else ""
+    return WORDS.text(
+        "summary", sig=sig, gamma_p=p["gamma_p"], trials=p["trials"],
+        settings="; ".join(_describe(s, settings[s]) for s in settings), cases=len(cases),
+        a_ref=a_ref, a_min=a_min, confidence_pct=100 * mg["confidence"], margin=margin,
+        absolute=absolute, target=target, alpha0=ainfo["alpha0"], floor=floor, v_cmp=v_cmp,
+        cmp_reason=cinfo["reason"], hard=". ".join(hard_txt), worst=_d_fmt(worst),
+        worst_setting=worst["setting"],
+        worst_resample=WORDS.text(f"resampled.{bool(worst['resample'])}"),
+        worst_direction=worst["direction"], detectably=detectably, v_abs=v_abs,
+        abs_reason=ainfo["reason"], abs_cases=", ".join(p_fmt(dd) for dd in p["directions"]),
+        overall=WORDS.text(f"overall.{d.verdict}"), start_matters=start_matters,
+        floors=floor_txt, floor_end=floor_end, context=context)
 
 
 def _caveats(cinfo, params, settings):
     p, margin = params["params"], params["margins"]["margin"]
     a_min, a_ref = cinfo["alpha_min"], cinfo["alpha_ref"]
     others = [s for s in settings if s != p["absolute_setting"]]
-    caveats = [
-        f"The {', '.join(others) or 'other'} setting's failures come from noisy cluster estimates "
-        f"at every iteration (they occur at alpha0 = {a_ref:g} too); the comparison asks whether a "
-        f"start at the assumption's boundary adds to them. Its parameters were chosen by a few "
-        f"exploratory runs so that P(alpha0 = {a_ref:g}) is clearly below 1 for k = 2 with "
-        f"resampling.",
-        f"Paired by trial: the runs at alpha0 = {a_min:g} and {a_ref:g} of a trial share centers "
-        f"and data (not the initial directions), so Newcombe's paired interval is used; the margin "
-        f"{margin:g} for 'materially worse' is a choice of this study, not the paper's (the "
-        f"sensitivity lines give the verdict at its neighbours).",
-    ]
+    caveats = WORDS.items("caveats", others=", ".join(others)
+                          or WORDS.text("caveats.no other setting"),
+                          a_ref=a_ref, a_min=a_min, margin=margin)
     for name, cfg in settings.items():
         rho = _rho(cfg)
         req = ((rho + 1) / (a_min * rho)) ** 2 * math.log(2 * cfg["m_per_cluster"])
-        caveats.append(
-            f"Assumption 2 asks n' >~ ((rho + 1)/(alpha0 rho))^2 log m, whose constant-free value "
-            f"at alpha0 = {a_min:g} (k = 2) is {req:.3g} in the {name} setting, against n' = "
-            f"{cfg['n_prime']}: the runs are far outside the sufficient condition (up to its "
-            "unknown constant), so they test whether it is needed, not the theorem's constants.")
-    return caveats + [
-        "The 'mixed' placement (model 0 orthogonal, the others adversarial) is defined in this "
-        "study, not by the paper: the adversarial placement of init_close keeps the two models "
-        "2 alpha0 Delta apart, which makes the noise of the machines' comparison shrink with "
-        "alpha0 as well, so it is not the hardest start for the first cluster estimate.",
-        f"Without resampling the step is the same gamma p = {p['gamma_p']:g} (no step sweep as in "
-        "Section 6); the hard setting then uses all n rows per machine and every run succeeds, so "
-        "its no-resampling cases say little.",
-        "k = 4 is context only; the paper's 'slightly better than random' remark is about k = 2. "
-        "In the hard setting k = 4 fails from every start (the cluster estimates are too noisy "
-        "with 3 competitors), so its differences carry no information.",
-        "The table has one row per run (setting, k, trial, resample, direction, alpha0; distances "
-        "to 6 significant digits); the _cells table has one row per (setting, k, resample, "
-        "direction, alpha0) with the counts paired against the largest alpha0, the _trials table "
-        "the per-trial oracle errors.",
-    ]
+        caveats.append(WORDS.text("caveats.assumption 2", a_min=a_min, req=req, setting=name,
+                                  n_prime=cfg["n_prime"]))
+    return caveats + WORDS.items("caveats.end", gamma_p=p["gamma_p"])
 
 
 def sensitivity(m, params):
     """The sensitivity lines: :func:`decide` on the same counts with one threshold moved."""
-    mg, absolute = params["margins"], params["params"]["absolute_setting"]
-
-    def at(key):
-        return lambda v: decide(m, {**params, "margins": {**mg, key: v}}).verdict
-
-    return [sensitivity_line(what, mg[key], at(key), mg[f"{key}_neighbours"]) for key, what in (
-        ("margin", "margin for 'materially worse'"),
-        ("target", f"absolute rule's target in the {absolute} setting"),
-        ("floor", f"absolute rule's floor in the {absolute} setting"),
-        ("confidence", "confidence of the intervals"))]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(m, q).verdict,
+                             absolute=params["params"]["absolute_setting"])
 
 
 def analyze(table, params, rng):
@@ -540,14 +494,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="A0", order=40,
-    title="Assumption 1: slightly better than random suffices (k = 2)",
-    claim=("For k = 2, IFCA converges from any initialization with "
-           "||theta_j^(0) - theta*_j|| <= (1/2 - alpha0) Delta even for small alpha0, i.e. "
-           "an initialization only slightly better than random suffices."),
-    location=("Assumption 1 and the discussion after Assumption 2, Section 5.1 of the long "
-              "version (also its abstract and Section 1); the NeurIPS version does not make this "
-              "claim: its Assumption 1 (Section 5.1) asks ||theta_j^(0) - theta*_j|| <= Delta/4 "
-              "(alpha0 = 1/4 fixed), and its abstract and Section 1 do not mention it"),
+    id="A0", order=40, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
