@@ -59,8 +59,8 @@ import pandas as pd
 from ...config import Spec
 from ...stats import _ols_slope, wilson_interval
 from ..convex import D, LOSS_SETUPS, draw_cluster_data
-from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict,
-                     sensitivity_line, with_margin)
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict
+from ..words import sensitivity_lines, words
 # the model pieces (re-exported here: the study's API)
 from ._l3_model import (ADVERSARIAL, C1_PROOF, CHUNK_ROWS, _setting, ball_constants,
                         chebyshev_bounds, lemma3_bound, machine_losses, misclassified,
@@ -70,6 +70,9 @@ __all__ = ["STUDY", "SCHEMA", "units", "compute", "measure", "decide", "analyze"
            "C1_PROOF", "ADVERSARIAL", "per_sample_loss", "machine_losses", "misclassified",
            "lemma3_bound", "chebyshev_bounds", "ball_constants", "placements", "population_stats",
            "setup_piece"]
+
+#: the study's prose: l3.md beside this module
+WORDS = words(__file__)
 
 
 _POS = dict(low=0, open="low")
@@ -253,26 +256,26 @@ def decide(cells, params):
 def _scope(cells, dec):
     nb = dec.numbers
     if dec.verdict == INCONCLUSIVE:
-        return (f"the measurement exceeds Chebyshev's bound in {nb['over_chebyshev']} cell(s): "
-                "not decided")
+        return WORDS.text("scope.inconclusive", over=nb["over_chebyshev"])
     if dec.verdict == NOT_SUPPORTED:
         bad = cells[cells["wilson_lo"] > cells["bound"]]
-        return ("the frequency exceeds c1 eta^2/(alpha^2 lambda^2 Delta^4 n') (c1 = 8) for "
-                + "; ".join(f"{loss} at n' <= {int(g['n_prime'].max())}"
-                            for loss, g in bad.groupby("loss")))
+        return WORDS.text("scope.not supported", where="; ".join(
+            WORDS.text("scope.exceeded at", loss=loss, n_max=int(g["n_prime"].max()))
+            for loss, g in bad.groupby("loss")))
     parts = []
     for loss, g in cells.groupby("loss"):
         grid = g.drop_duplicates(["R", "alpha", "n_prime"])
         non = grid[grid["bound"] < 1]
-        where = (f"non-vacuous (< 1) only from n' = {int(non['n_prime'].min())} "
-                 f"({100 * len(non) / len(grid):.0f}% of cells)"
-                 if len(non) else "vacuous (>= 1) in every cell")
-        parts.append(f"{loss}: {where}")
-    out = "bound never exceeded; " + "; ".join(parts)
+        where = (WORDS.text("scope.nonvacuous", n_min=int(non["n_prime"].min()),
+                            pct=100 * len(non) / len(grid))
+                 if len(non) else WORDS.text("scope.vacuous"))
+        parts.append(WORDS.text("scope.loss", loss=loss, where=where))
+    out = [WORDS.text("scope.holds", losses="; ".join(parts))]
     if nb["premise_fails"]:
-        out += (f"; premise gap >= alpha lambda Delta^2 fails at {nb['premise_fails']} of "
-                f"{nb['placements']} placements ({', '.join(nb['premise_fail_losses'])})")
-    return out
+        out.append(WORDS.text("scope.premise fails", fails=nb["premise_fails"],
+                              placements=nb["placements"],
+                              losses=", ".join(nb["premise_fail_losses"])))
+    return "; ".join(out)
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -341,9 +344,6 @@ def cross_slopes(cells, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-_at = with_margin  # params with one margin moved (study.with_margin)
-
-
 def _numbers(cells, curves, cross):
     rows = []
     for (loss, R), g in cells.groupby(["loss", "R"], sort=False):
@@ -385,29 +385,19 @@ def _rng_words(x, digits=2):
 
 
 def analyze(table, params, rng):
-    mg = params["margins"]
     cells = measure(table, params)
     dec = decide(cells, params)
     curves = shapes(cells, params, rng("slopes"))
     cross = cross_slopes(cells, params)
-    sens = [
-        sensitivity_line("Wilson confidence", mg["confidence"],
-                         lambda v: decide(measure(table, params, v), params).verdict,
-                         mg["confidence_neighbours"]),
-        sensitivity_line("premise tolerance premise_tol", mg["premise_tol"],
-                         lambda v: decide(cells, _at(params, "premise_tol", v)).verdict,
-                         mg["premise_tol_neighbours"]),
-        sensitivity_line("vacuous share vacuous_frac", mg["vacuous_frac"],
-                         lambda v: decide(cells, _at(params, "vacuous_frac", v)).verdict,
-                         mg["vacuous_frac_neighbours"]),
-        sensitivity_line("Chebyshev tolerance cheb_tol", mg["cheb_tol"],
-                         lambda v: decide(cells, _at(params, "cheb_tol", v)).verdict,
-                         mg["cheb_tol_neighbours"]),
-    ]
+
+    def verdict_at(q, key):  # the confidence re-measures the cells; the others re-decide them
+        return decide(measure(table, q) if key == "confidence" else cells, q).verdict
+
     tables = {"_cells.csv": cells, "_curves.csv": curves, "_slopes.csv": cross}
     return Verdict(dec.verdict, _numbers(cells, curves, cross),
                    _summary(cells, curves, cross, dec, params), caveats=_caveats(cells, params),
-                   sensitivity=sens, tables=tables, scope=_scope(cells, dec))
+                   sensitivity=sensitivity_lines(WORDS, params, verdict_at), tables=tables,
+                   scope=_scope(cells, dec))
 
 
 def _summary(cells, curves, cross, dec, params):
@@ -420,57 +410,40 @@ def _summary(cells, curves, cross, dec, params):
     loc = curves["local_slope"].dropna()
     ca = cross[cross["kind"] == "alpha"]
     cd = cross[cross["kind"] == "delta"]
+    pm = cells.loc[nb["premise_min_placement"]]
     out = [
-        f"Lemma 3's event F_i(theta_1) >= F_i(theta_2) for a machine of cluster 1, "
-        f"{int(cells['machines'].max())} to {int(cells['machines'].min())} machines per cell "
-        f"(fewer at large n'), n' = {min(p['n_prime'])} to {max(p['n_prime'])}, alpha in "
-        f"{p['alphas']}, models at distance (1/2 - alpha) sqrt(lambda/L) Delta from the "
-        f"population minimizers (adversarial and {p['n_random']} random direction pairs), "
-        f"{nb['cells']} cells over {cells[['loss', 'R']].drop_duplicates().shape[0]} (loss, R) "
-        "settings.",
-        f"The bound c1 eta^2/(alpha^2 lambda^2 Delta^4 n') with the proof's c1 = 8 and the "
-        f"ball's eta^2 is exceeded (Wilson lower limit at {mg['confidence']:g} above it) in "
-        f"{nb['over_bound']} cell(s); the largest ratio lower limit / bound is "
-        f"{nb['worst_lo_over_bound']:.3g} ({w['loss']}, R = {w['R']:g}, alpha = "
-        f"{w['alpha']:g}, {w['direction']}, n' = {int(w['n_prime'])}). The bound is vacuous "
-        f"(>= 1) in {100 * nb['vacuous_share']:.0f}% of the {nb['bound_cells']} (loss, R, "
-        f"alpha, n') cells; at n' = {int(top['n_prime'].iloc[0])} it is at least "
-        f"{loose.min():.3g} to {loose.max():.3g} times the misclassification probability (bound "
-        "/ Wilson upper limit, limited by the number of machines there).",
-        f"The proof's premise F^1(theta_2) - F^1(theta_1) >= alpha lambda Delta^2 holds at "
-        f"{nb['placements'] - nb['premise_fails']} of {nb['placements']} placements (smallest "
-        f"ratio {nb['premise_min']:.3g}, at {cells.loc[nb['premise_min_placement'], 'loss']} "
-        f"R = {cells.loc[nb['premise_min_placement'], 'R']:g}, alpha = "
-        f"{cells.loc[nb['premise_min_placement'], 'alpha']:g}, "
-        f"{cells.loc[nb['premise_min_placement'], 'direction']}; its standard error "
-        f"{cells.loc[nb['premise_min_placement'], 'premise_se']:.2g}).",
-        f"The sharpest two-term Chebyshev bound with the actual variances and gap is never "
-        f"exceeded beyond its tolerance (largest lower limit / bound "
-        f"{nb['worst_lo_over_cheb']:.3g})." if not nb["over_chebyshev"] else
-        f"The frequency exceeds the Chebyshev bound with the actual variances in "
-        f"{nb['over_chebyshev']} cell(s): the measurement is in doubt.",
+        WORDS.text("summary.setting", machines_max=int(cells["machines"].max()),
+                   machines_min=int(cells["machines"].min()), n_min=min(p["n_prime"]),
+                   n_max=max(p["n_prime"]), alphas=p["alphas"], n_random=p["n_random"],
+                   cells=nb["cells"], settings=cells[["loss", "R"]].drop_duplicates().shape[0]),
+        WORDS.text("summary.bound", confidence=mg["confidence"], over=nb["over_bound"],
+                   worst=nb["worst_lo_over_bound"], loss=w["loss"], R=w["R"], alpha=w["alpha"],
+                   direction=w["direction"], n_prime=int(w["n_prime"]),
+                   vacuous_pct=100 * nb["vacuous_share"], bound_cells=nb["bound_cells"],
+                   n_top=int(top["n_prime"].iloc[0]), loose_min=loose.min(),
+                   loose_max=loose.max()),
+        WORDS.text("summary.premise", held=nb["placements"] - nb["premise_fails"],
+                   placements=nb["placements"], premise_min=nb["premise_min"], loss=pm["loss"],
+                   R=pm["R"], alpha=pm["alpha"], direction=pm["direction"], se=pm["premise_se"]),
+        WORDS.text("summary.chebyshev", worst=nb["worst_lo_over_cheb"])
+        if not nb["over_chebyshev"] else
+        WORDS.text("summary.chebyshev exceeded", over=nb["over_chebyshev"]),
         _alpha_words(cells, ca)]
     if len(cv_all):
-        out.append(
-            f"In n' the frequency falls with log-log slope {cv_all.min():.2f} to "
-            f"{cv_all.max():.2f} over the largest {p['slope_points']} usable n' of each curve "
-            f"(adversarial {_rng_words(cv_adv)}), with local slopes between the last two usable "
-            f"n' of {loc.min():.2f} to {loc.max():.2f}: "
-            + ("steeper than the bound's n'^-1 on every curve"
-               if cv_all.max() < -1 else
-               f"{int((cv_all >= -1).sum())} of {len(cv_all)} curves are not steeper than the "
-               "bound's n'^-1 there")
-            + ("; the curves steepen as n' grows (local slope below the fitted one on "
-               f"{int((curves['local_slope'] < curves['slope']).sum())} of {len(cv_all)} curves), "
-               "as a light-tailed, exponential decay does and Chebyshev's n'^-1 does not."
-               if (curves["local_slope"] < curves["slope"]).mean() > 0.5 else "."))
+        steepen = (curves["local_slope"] < curves["slope"])
+        out.append(WORDS.text(
+            "summary.n prime", slope_min=cv_all.min(), slope_max=cv_all.max(),
+            slope_points=p["slope_points"], adversarial=_rng_words(cv_adv),
+            local_min=loc.min(), local_max=loc.max(),
+            shape=WORDS.text("summary.steeper") if cv_all.max() < -1 else
+            WORDS.text("summary.not steeper", not_steeper=int((cv_all >= -1).sum()),
+                       curves=len(cv_all)),
+            steepen=WORDS.text("summary.steepen", steeper=int(steepen.sum()), curves=len(cv_all))
+            if steepen.mean() > 0.5 else ""))
     if len(cd):
-        out.append(f"In Delta (varied through R, adversarial, fixed alpha and n'): slopes "
-                   f"{_rng_words(cd['slope'])}, against the bound's own "
-                   f"{_rng_words(cd['bound_slope'])} on the same path (its constants change "
-                   "with R) and -4 at fixed constants.")
-    ties = int(cells["ties"].sum())
-    out.append(f"Ties F_i(theta_1) = F_i(theta_2): {ties} (counted as errors, the paper's event).")
+        out.append(WORDS.text("summary.delta", slopes=_rng_words(cd["slope"]),
+                              bound_slopes=_rng_words(cd["bound_slope"])))
+    out.append(WORDS.text("summary.ties", ties=int(cells["ties"].sum())))
     return " ".join(out)
 
 
@@ -480,43 +453,18 @@ def _alpha_words(cells, ca):
     n0 = cells["n_prime"].min()
     adv = cells[cells["adversarial"] & (cells["n_prime"] == n0)]
     spread = adv.groupby(["loss", "R"])["errors"].agg(lambda x: int(x.max() - x.min()))
-    same = ("identical for every alpha" if spread.max() == 0 else
-            f"within {spread.max()} misclassified machines of each other across alpha")
-    out = (f"In alpha: with the adversarial placement the machines' errors at n' = {n0} are "
-           f"{same} (the same machines are evaluated at every placement)")
-    if n0 == 1:
-        out += (": one row decides by the sign of z_1 - z_2 (logistic: the ridge terms are equal "
-                "for this symmetric placement) or by which prediction is closer to y (Huber), and "
-                "moving both models toward each other by the same distance changes neither")
-    adv_s = ca.loc[ca["direction"] == ADVERSARIAL, "slope"]
-    rnd_s = ca.loc[ca["direction"] != ADVERSARIAL, "slope"]
-    return (out + f". Fitted alpha-slopes at fixed n': adversarial {_rng_words(adv_s)}, random "
-            f"{_rng_words(rnd_s)}, against the bound's -2. The bound's growth as alpha -> 0 comes "
-            "from the proof: its two Chebyshev terms use the variances of f(theta_1) and "
-            "f(theta_2) separately, which stay put while the gap shrinks, whereas the difference "
-            "f(theta_2) - f(theta_1) that decides shrinks with it.")
+    same = (WORDS.text("alpha.same") if spread.max() == 0 else
+            WORDS.text("alpha.within", spread=spread.max()))
+    return WORDS.text(
+        "alpha", n0=n0, same=same, one_row=WORDS.text("alpha.one row") if n0 == 1 else "",
+        adversarial=_rng_words(ca.loc[ca["direction"] == ADVERSARIAL, "slope"]),
+        random=_rng_words(ca.loc[ca["direction"] != ADVERSARIAL, "slope"]))
 
 
 def _caveats(cells, params):
     er = cells["eta2_ratio"]
-    return [
-        "lambda, L and eta^2 are measured on balls around the population minimizers (radius the "
-        "upper end of a bisection for (1/2 - alpha_min) sqrt(lambda/L) Delta, so every placement "
-        "is inside), not globally: globally the logistic loss is only l2-strongly convex and "
-        "Var f(theta; z) grows without bound in ||theta|| for both losses, so Assumptions 3-4 "
-        "hold only on bounded regions.",
-        f"The proof needs Var f(theta_2; z) under cluster 1, at a model of the other cluster: "
-        f"it is {er.min():.2f} to {er.max():.2f} times the ball's eta^2 (Assumption 4 asks for "
-        "every theta). The verdict uses the ball's eta^2 as the claim states it; a bound with an "
-        "eta^2 that covers theta_2 is larger still.",
-        "The premise's strong convexity is used at theta_2, outside the ball where lambda is "
-        "measured; the gap is measured directly (Monte Carlo, standard error "
-        f"{cells['premise_se'].max():.2g} of the ratio at most).",
-        "Only machines of cluster 1 are simulated; the adversarial placement is symmetric under "
-        "swapping the clusters (theta*_j = R e_j), the random ones are draws of the placement.",
-        "The Chebyshev bound (ii) uses Monte Carlo variances and gap: its tolerance cheb_tol "
-        "allows for their error.",
-    ]
+    return WORDS.items("caveats", eta_min=er.min(), eta_max=er.max(),
+                       se_max=cells["premise_se"].max())
 
 
 # ------------------------------------------------------------------------------ figure
@@ -579,17 +527,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="L3", order=52,
-    title="Lemma 3: misclassification probability <= c1 eta^2/(alpha^2 lambda^2 Delta^4 n')",
-    claim=("For a machine of cluster j and models within (1/2 - alpha) sqrt(lambda/L) Delta of "
-           "their minimizers, P(F_i(theta_j) >= F_i(theta_j')) <= c1 eta^2 / (alpha^2 lambda^2 "
-           "Delta^4 n') on its n' fresh rows (c1 = 8 in the proof)."),
-    location=("Lemma 3 in Appendix C of the long version (inside the proof of Theorem 2; its own "
-              "proof in Appendix C.1, whose two Chebyshev terms of 4 eta^2/(alpha^2 lambda^2 "
-              "Delta^4 n') give c1 = 8); the NeurIPS version proves its Theorem 2 in its "
-              "Appendix B (supplementary material, not in the copy checked, so the lemma's "
-              "number there is not verified): its main text (Section 5.2) fixes alpha = 1/4 "
-              "(Assumption 6: models within (1/4) sqrt(lambda/L) Delta) and carries the "
-              "lemma's term as eta^2 L^2 k log(mn')/(p^2 lambda^4 delta Delta^4 n') in Theorem "
-              "2's error"),
+    id="L3", order=52, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
