@@ -56,7 +56,11 @@ from ...config import Spec
 from ...digits import softmax_loss_grad
 from ...metrics import adjusted_rand
 from ...stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, bootstrap, wilson_interval
-from ..study import Decision, Study, Verdict, combine, sensitivity_line
+from ..study import Decision, Study, Verdict, combine
+from ..words import sensitivity_lines, words
+
+#: the study's prose: cflf3.md beside this module
+WORDS = words(__file__)
 
 N_CLASSES = 10
 _POS = dict(low=1)
@@ -87,11 +91,8 @@ SCHEMA = {
         "all_share_neighbours": Spec("list[float]", low=0, high=1, open="low"),
     },
 }
-#: the margins that have neighbours, with the words of their sensitivity lines
-MARGINS = {"plateau_margin": "stall margin (a)", "ratio_threshold": "doubling ratio (c)",
-           "ceiling_tol": "ceiling tolerance (b)", "rate_target": "rate target (d, e)",
-           "rate_floor": "rate floor (d, e)", "near_zero": "near-zero band (e)",
-           "all_share": "all-clients share (c)"}
+#: the margins that have neighbours, with the words of their sensitivity lines (cflf3.md)
+MARGINS = WORDS.labels("sensitivity")
 N_IMAGES = 1797  # sklearn's digits
 
 
@@ -413,16 +414,9 @@ def decide(m, params) -> Decision:
         "final within not near zero": not_zero})
 
 
-def _with(params, **margins):
-    return {"params": params.get("params", {}), "margins": dict(params["margins"], **margins)}
-
-
 def sensitivity(m, params):
     """One line per margin: :func:`decide`'s verdict at its neighbours."""
-    mg = params["margins"]
-    return [sensitivity_line(words, mg[key],
-                             lambda v, key=key: decide(m, _with(params, **{key: v})).verdict,
-                             mg[f"{key}_neighbours"]) for key, words in MARGINS.items()]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(m, q).verdict)
 
 
 # ------------------------------------------------------------------------------ analysis
@@ -500,41 +494,32 @@ def _scope(m, d):
     if not below.any():
         return ""
     share = cl["share"].to_numpy()
-    return (f"the mean accuracy more than doubles (ratio {_fmt(m['ratio'])}), and so does that "
-            f"of {int((~below).sum())} of {len(cl)} clusters (all seeds); not that of the "
-            f"{int(below.sum())} whose permutation gives the test digits the labels of other "
-            f"clusters more often (label share {share[below].mean():.3g} on average against "
-            f"{share[~below].mean():.3g}), whose federated accuracy starts higher")
+    return WORDS.text("scope", ratio=_fmt(m["ratio"]), doubled=int((~below).sum()),
+                      clusters=len(cl), below=int(below.sum()),
+                      share_below=share[below].mean(), share_rest=share[~below].mean())
 
 
 def _summary(m, p, d):
     n = d.numbers
     fs = m["first_split"]
-    when = (f"The first split came at round {np.median(fs):.0f} (median), after the mean client "
-            f"accuracy had changed by {_fmt(m['stall'])} over the {p['plateau_window']} rounds "
-            f"before it ({n['verdict stall']}: stalled if at most {n['plateau_margin']:g}). "
-            if len(fs) else "No seed split. ")
-    u = n["unfinished runs"]
-    if u:
-        when = (f"{u} of {m['seeds']} runs did not end with every group final within "
-                f"{p['max_rounds']} rounds, so (c) and (d) are inconclusive. " + when)
-    return (
-        f"{when}The federated model's accuracy at that plateau is {_fmt(m['plateau_acc'])} "
-        f"(the paper: around 20% on CIFAR-10 with a CNN, a number that does not transfer): with 4 "
-        f"permutations of 10 labels one model can be right for at most the share of clusters that "
-        f"agree on a digit's label, a ceiling of {_fmt(m['ceiling'])} here, and the plateau is "
-        f"{_fmt(m['ceiling_ratio'])} times ceiling x final accuracy. After the splits the "
-        f"accuracy is {_fmt(m['final_acc'])}, {_fmt(m['ratio'])} times the federated one "
-        f"({n['verdict doubled']}: more than doubled if the interval is above "
-        f"{n['ratio_threshold']:g}); every client more than doubled in {_count(n['all doubled'])} "
-        f"seeds. The 4 clusters were recovered exactly (ARI = 1) in {_count(m['recovered'])} "
-        f"seeds ({n['verdict recovery']}), and every split showed a gap between within- and "
-        f"cross-cluster similarities in {_count(m['gap'])} seeds ({n['verdict gap']}; mean "
-        f"{m['split_within']:.3g} within against {m['split_cross']:.3g} across). After the final "
-        f"clustering the within-cluster similarity is {_fmt(m['final_within'])}; the analogue "
-        f"predicts about {_predicted_within(p):.3g} = -1/({p['clients'] // p['clusters']} - 1), "
-        "as the full-batch updates of a converged group average to about zero, where the paper's "
-        "stochastic updates gave \"close to zero\".")
+    out = []
+    if n["unfinished runs"]:
+        out.append(WORDS.text("summary.unfinished", unfinished=n["unfinished runs"],
+                              seeds=m["seeds"], max_rounds=p["max_rounds"]))
+    out.append(WORDS.text("summary.first split", first=np.median(fs), stall=_fmt(m["stall"]),
+                          window=p["plateau_window"], verdict_stall=n["verdict stall"],
+                          plateau_margin=n["plateau_margin"])
+               if len(fs) else WORDS.text("summary.no split"))
+    out.append(WORDS.text(
+        "summary", plateau_acc=_fmt(m["plateau_acc"]), ceiling=_fmt(m["ceiling"]),
+        ceiling_ratio=_fmt(m["ceiling_ratio"]), final_acc=_fmt(m["final_acc"]),
+        ratio=_fmt(m["ratio"]), verdict_doubled=n["verdict doubled"],
+        ratio_threshold=n["ratio_threshold"], all_doubled=_count(n["all doubled"]),
+        recovered=_count(m["recovered"]), verdict_recovery=n["verdict recovery"],
+        gap=_count(m["gap"]), verdict_gap=n["verdict gap"], split_within=m["split_within"],
+        split_cross=m["split_cross"], final_within=_fmt(m["final_within"]),
+        predicted=_predicted_within(p), group=p["clients"] // p["clusters"]))
+    return " ".join(out)
 
 
 def _predicted_within(p):
@@ -544,28 +529,10 @@ def _predicted_within(p):
 
 def _caveats(m, p):
     n_test, n = _sizes(p)
-    return [
-        f"Analogue, not the paper's setting: scikit-learn's 8 x 8 digits (1797 images; {n} "
-        f"training images per client, {n_test} test images) instead of CIFAR-10 (50000 images, "
-        "2500 per client); a linear softmax model (multinomial logistic regression, l2 = "
-        f"{p['l2']:g}) instead of a 5-layer CNN; {p['local_steps']} full-batch local gradient "
-        f"steps of size {p['lr']:g} per round instead of 3 epochs of SGD at batch 100. The loss is "
-        "convex, so FL's stationary point is the federated optimum and the clients' updates "
-        "carry no sampling noise.",
-        "The paper's accuracies (around 20% before the splits, close to 60% after, a ratio of "
-        "about 3) are CIFAR-10's with a CNN and do not transfer; the linear model on digits is "
-        "far more accurate once the clusters are separated. The analogue checks its own "
-        "prediction instead: the plateau at the single-model ceiling times the clustered "
-        "accuracy, hence a ratio near 1 / ceiling, which varies with the random permutations.",
-        f"eps1 = {p['eps1']:g} and eps2 = {p['eps2']:g} (CFL's thresholds) were set from a "
-        "pilot outside the study's random streams (see the config), as the paper tunes them; "
-        f"the splits happen when each stage converges ({m['converged']} of {m['seeds']} runs "
-        f"ended with every group final within {p['max_rounds']} rounds), not at the paper's fixed "
-        "rounds 50, 100, 150.",
-        "The similarities at a split are recomputed from the group's model before the split round "
-        "(the same deterministic local steps), so they are the updates CFL clustered: rule (6) on "
-        f"them reproduces {m['reproduced'][0]} of {m['reproduced'][1]} splits.",
-    ]
+    return WORDS.items("caveats", n=n, n_test=n_test, l2=p["l2"], local_steps=p["local_steps"],
+                       lr=p["lr"], eps1=p["eps1"], eps2=p["eps2"], converged=m["converged"],
+                       seeds=m["seeds"], max_rounds=p["max_rounds"],
+                       reproduced=m["reproduced"][0], splits=m["reproduced"][1])
 
 
 def analyze(table, params, rng):
@@ -641,13 +608,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="CFLF3", order=240, paper="CFL",
-    title="Figure 3: permuted labels, CFL splits after FL stalls",
-    claim=("On the permuted-labels problem with 20 clients and 4 permutations, Federated Learning "
-           "converges to a stationary point where client test accuracies stagnate (around 20%); "
-           "CFL then splits the clients by the cosine similarity of their updates until all "
-           "clusters are separated and the within-cluster similarities have dropped to close to "
-           "zero, at which point the accuracy of all clients has more than doubled the one of "
-           "the Federated Learning solution."),
-    location=("Section 4 (Experiments), eq. (7) and Figure 3 of the short (workshop) version"),
+    id="CFLF3", order=240, paper="CFL", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
