@@ -119,7 +119,7 @@ def at(it):
         return dict(opt, participation=opt["participation"][:it])
     return opt
 if estimator:
-    call = lambda it: mlr.IFCA(2, n_init=2, n_iter=it, dtype=dt, rng=1, **opt).fit(mix.X, y).coef_
+    call = lambda it: mlr.IFCA(2, n_init=2, n_iter=it, dtype=dt, random_state=1, **opt).fit(mix.X, y).coef_
 else:
     call = lambda it: mlr.ifca(mix.X, y, init, 0.05, n_iter=it, rng=1, **at(it)).theta
 short_iter = 4 if not opt.get("resample") else 2
@@ -311,23 +311,23 @@ def _cases_numeric():
     yield 107, "ifca one run of two starts at 1e160 (names the run)", \
         _overflow(lambda: mlr.ifca(X, y, mixed, 0.1, n_iter=5), "init", r"\b1\b")
     yield 107, "IFCA.fit on y * 1e160", \
-        _overflow(lambda: mlr.IFCA(2, n_init=2, n_iter=20, rng=1).fit(X, y * 1e160), "y")
+        _overflow(lambda: mlr.IFCA(2, n_init=2, n_iter=20, random_state=1).fit(X, y * 1e160), "y")
     yield 107, "IFCA.fit on X * 1e160", \
-        _overflow(lambda: mlr.IFCA(2, n_init=2, n_iter=20, rng=1).fit(X * 1e160, y), "X")
-    fitted = mlr.IFCA(2, n_init=3, n_iter=50, rng=1).fit(X, y)
+        _overflow(lambda: mlr.IFCA(2, n_init=2, n_iter=20, random_state=1).fit(X * 1e160, y), "X")
+    fitted = mlr.IFCA(2, n_init=3, n_iter=50, random_state=1).fit(X, y)
     yield 107, "IFCA.score on y * 1e160 (fitted on plain data)", \
         _overflow(lambda: fitted.score(X, y * 1e160), "y")
     yield 107, "IFCA.predict on X * 1e160", _overflow(lambda: fitted.predict(X * 1e160, y), "X")
 
     def diverges_naming_scale(Xs, lr, loss="squared", yy=y):
-        return lambda: _ok(lambda: mlr.IFCA(2, n_init=2, n_iter=30, lr=lr, rng=1, loss=loss)
+        return lambda: _ok(lambda: mlr.IFCA(2, n_init=2, n_iter=30, lr=lr, random_state=1, loss=loss)
                            .fit(Xs, yy), lambda e: e.result_.diverged.all(),
                            warn=mlr.ConvergenceWarning, warn_text=("lr", r"rms\(X\)"))
 
     yield 107, "IFCA lr=1e6 on plain data: a divergence (ConvergenceWarning), not an overflow", \
         diverges_naming_scale(X, 1e6)
     yield 107, "IFCA float32 on X * 1e20: the first gradient overflows; the warning names rms(X)", \
-        lambda: _ok(lambda: mlr.IFCA(2, n_init=2, n_iter=30, rng=1, dtype=np.float32).fit(X * 1e20, y),
+        lambda: _ok(lambda: mlr.IFCA(2, n_init=2, n_iter=30, random_state=1, dtype=np.float32).fit(X * 1e20, y),
                     lambda e: e.result_.diverged.all(), warn=mlr.ConvergenceWarning,
                     warn_text=("lr", r"rms\(X\) = \S+e\+(19|20)"))
     yield 107, "IFCA on X * 1e100, lr=0.1: diverges after a step; the warning names rms(X)", \
@@ -335,9 +335,9 @@ def _cases_numeric():
     yield 107, "IFCA logistic on X * 1e200: diverges after a step; the warning names rms(X)", \
         diverges_naming_scale(X * 1e200, 0.1, "logistic", (y > 0).astype(float))
     big = _mix(m=40, n=60, d=5, rng=3)
-    ref = mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y)
+    ref = mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y)
     yield 107, "IFCA fit on y * 1e12 still fits (large but no overflow)", \
-        lambda: _ok(lambda: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y * 1e12),
+        lambda: _ok(lambda: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y * 1e12),
                     lambda e: not e.result_.diverged.any()
                     and np.allclose(e.coef_ / 1e12, ref.coef_, rtol=1e-5, atol=1e-8))
 

@@ -254,7 +254,7 @@ def cases_flags():
         yield 1, f"ifca trace={v!r}", lambda v=v: mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3,
                                                            trace=v), \
             Ok(lambda r: r.trace is not None and np.array_equal(r.theta, ref.theta))
-    yield 1, "IFCA early_stop=np.False_", lambda: mlr.IFCA(2, n_init=1, n_iter=3, rng=0,
+    yield 1, "IFCA early_stop=np.False_", lambda: mlr.IFCA(2, n_init=1, n_iter=3, random_state=0,
                                                            early_stop=np.False_).fit(mix.X, mix.y), \
         Ok(lambda e: e.coef_.shape == (2, 3))
     # TOML configs
@@ -378,31 +378,31 @@ def cases_overflow():
         lambda: mlr.make_mixture(4, 3, 1000, 2, 1e35, 0.0, rng=0, dtype=f32), \
         Ok(lambda m: np.isfinite(m.y).all() and m.y.dtype == f32)
     big = _mix(m=40, n=60, d=5, rng=3)
-    ref = mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y)
+    ref = mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y)
     for scale in (1e12, 1e6):
         yield 7, f"IFCA fit on y * {scale:g}", \
-            (lambda s=scale: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y * s)), \
+            (lambda s=scale: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y * s)), \
             Ok(lambda e, s=scale: not e.result_.diverged.any()
                and mlr.adjusted_rand(big.labels, e.labels_) == 1.0
                and np.allclose(e.coef_ / s, ref.coef_, rtol=1e-5, atol=1e-8))
     yield 7, "IFCA y * 1e12 with a fixed diverge_threshold=1e10 warns naming it", \
-        lambda: mlr.IFCA(2, lr=0.1, n_init=2, n_iter=200, rng=1,
+        lambda: mlr.IFCA(2, lr=0.1, n_init=2, n_iter=200, random_state=1,
                          diverge_threshold=1e10).fit(big.X, big.y * 1e12), \
         Ok(lambda e: e.result_.diverged.all(), warn=mlr.ConvergenceWarning)
     for scale in (1e-2, 1e-12):
         yield 7, f"IFCA fit on y * {scale:g}: random inits far above the data's scale -> warning", \
-            (lambda s=scale: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y * s)), \
+            (lambda s=scale: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y * s)), \
             Ok(lambda e: True, warn=mlr.DataScaleWarning)
     yield 7, "IFCA fit on y * 0.1: unscaled inits merge the clusters, and an empty model warns", \
-        lambda: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, rng=1).fit(big.X, big.y * 0.1), \
+        lambda: mlr.IFCA(2, lr=0.1, n_init=5, n_iter=200, random_state=1).fit(big.X, big.y * 0.1), \
         Ok(warn=mlr.EmptyClusterWarning)  # the outcome owed: not silent
     yield 7, "IFCA fit on y * 1e-12 with init scaled to the data", \
-        lambda: mlr.IFCA(2, lr=0.1, n_iter=200, rng=1,
+        lambda: mlr.IFCA(2, lr=0.1, n_iter=200, random_state=1,
                          init=mlr.init_bernoulli(5, 2, 5, rng=1) * 1e-12).fit(big.X, big.y * 1e-12), \
         Ok(lambda e: mlr.adjusted_rand(big.labels, e.labels_) == 1.0
            and np.allclose(e.coef_ * 1e12, ref.coef_, rtol=1e-5, atol=1e-8))
     yield 7, "IFCA lr=1e6 really diverges: ConvergenceWarning", \
-        lambda: mlr.IFCA(2, lr=1e6, n_init=2, n_iter=50, rng=1).fit(big.X, big.y), \
+        lambda: mlr.IFCA(2, lr=1e6, n_init=2, n_iter=50, random_state=1).fit(big.X, big.y), \
         Ok(lambda e: e.result_.diverged.all(), warn=mlr.ConvergenceWarning)
     for bad in ("large", -1.0, 0.0, np.nan, np.inf, [1.0]):
         yield 7, f"ifca diverge_threshold={bad!r}", \
@@ -478,7 +478,7 @@ def cases_counts():
         lambda: mlr.make_mixture(np.array(8), np.array(6), np.array(3), np.array(2), np.array(1.0),
                                  np.array(0.1), rng=0), Ok(lambda m: np.array_equal(m.y, mix.y))
     yield 8, "IFCA n_clusters=np.array(2)", \
-        lambda: mlr.IFCA(np.array(2), n_init=np.array(2), n_iter=5, rng=0).fit(mix.X, mix.y), \
+        lambda: mlr.IFCA(np.array(2), n_init=np.array(2), n_iter=5, random_state=0).fit(mix.X, mix.y), \
         Ok(lambda e: e.coef_.shape == (2, 3))
     yield 8, "ifca n_iter=np.array(5.0) (not an integer)", \
         lambda: mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=np.array(5.0)), Err(TypeError, "n_iter")
@@ -486,7 +486,7 @@ def cases_counts():
         lambda: mlr.ifca(mix.X, mix.y, init, np.array([0.1])), Err(ValueError, "lr")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = mlr.IFCA(2, n_init=2, n_iter=5, rng=0).fit(mix.X, mix.y)
+        est = mlr.IFCA(2, n_init=2, n_iter=5, random_state=0).fit(mix.X, mix.y)
     for label, (X, y) in {"predict d=2": (mix.X[:, :, :2], mix.y),
                           "predict one machine d=2": (mix.X[0, :, :2], mix.y[0]),
                           "predict 2-d X with 2-d y": (mix.X[0], mix.y),
@@ -512,7 +512,7 @@ def cases_choosing_k():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for k in range(1, 6):
-                est = mlr.IFCA(k, lr=[0.1, 0.3], n_init=20, rng=1).fit(mix.X, mix.y)
+                est = mlr.IFCA(k, lr=[0.1, 0.3], n_init=20, random_state=1).fit(mix.X, mix.y)
                 vals[k] = getattr(est, crit)(mix.X, mix.y)
         return min(vals, key=vals.get)
 
@@ -528,8 +528,8 @@ def cases_choosing_k():
     yield 9, "bic before fit", lambda: mlr.IFCA(2).bic(mix.X, mix.y), Err(Exception, "fit")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = mlr.IFCA(2, n_init=2, n_iter=20, rng=0).fit(mix.X, mix.y)
-        hub = mlr.IFCA(2, n_init=2, n_iter=20, rng=0, loss="huber").fit(mix.X, mix.y)
+        est = mlr.IFCA(2, n_init=2, n_iter=20, random_state=0).fit(mix.X, mix.y)
+        hub = mlr.IFCA(2, n_init=2, n_iter=20, random_state=0, loss="huber").fit(mix.X, mix.y)
     yield 9, "bic with loss='huber'", lambda: hub.bic(mix.X, mix.y), Err(ValueError, "loss")
     yield 9, "bic with X of the wrong d", lambda: est.bic(mix.X[:, :, :2], mix.y), \
         Err(ValueError, "X")

@@ -221,7 +221,9 @@ def regenerate(root=".", check=False) -> list:
     to be writable before any is written, and each is written atomically.
     """
     from .._paths import atomic_write, output_file
+    from .._validation import check_bool
 
+    check = check_bool("check", check)
     root = Path(root)
     src = _sources(root)
     new, found = {REPORT: src.report}, []
