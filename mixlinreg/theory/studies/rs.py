@@ -28,7 +28,11 @@ import pandas as pd
 from ...config import PRESETS, Spec
 from ...harness import load_config
 from ..restarts import reduce_runs, rs_cell_stats, rs_decision, rs_explain
-from ..study import Decision, Study, Verdict, figure2_store, sensitivity_line
+from ..study import Decision, Study, Verdict, figure2_store, with_margin
+from ..words import sensitivity_lines, words
+
+#: the study's prose: rs.md beside this module
+WORDS = words(__file__)
 
 _PRESET = Spec("str", choices=PRESETS)
 _OPEN01 = dict(low=0, high=1, open="both")
@@ -109,11 +113,6 @@ def _fmt_need(r):
     return f"{f(r.r_need)} [{f(r.r_need_lo)}, {f(r.r_need_hi)}]"
 
 
-def _with_margins(params, **margins):
-    """``params`` with some margins moved (for the sensitivity lines)."""
-    return {**params, "margins": {**params["margins"], **margins}}
-
-
 def decide(cells, params) -> Decision:
     """RS's verdict from the per-cell statistics (``cells``: :func:`rs_cell_stats`'s, columns
     ``panel, R, sigma, trials, n_init, p1, pN, pN_hi, r_need_hi``, made at the config's
@@ -142,7 +141,8 @@ def _numbers(c, numbers_sigma, target):
         "inits": show["n_init"],
         "P(all inits)": [f"{r.pN:.2f} [{r.pN_lo:.2f}, {r.pN_hi:.2f}]" for r in show.itertuples()],
         f"restarts for {target:g}": [_fmt_need(r) for r in show.itertuples()],
-        "evidence": np.where(show["evidence"], "yes", "context"),
+        "evidence": np.where(show["evidence"], WORDS.text("numbers.evidence"),
+                             WORDS.text("numbers.context")),
     }).reset_index(drop=True)
 
 
@@ -150,11 +150,11 @@ def _context_text(ctx_cells, min_trials, target):
     if not len(ctx_cells):
         return ""
     if len(ctx_cells) > 6:
-        return f" {len(ctx_cells)} cells have < {min_trials} trials (context only)."
-    return (f" Context cells (< {min_trials} trials): "
-            + "; ".join(f"panel {r.panel}, R = {r.R:g}, sigma = {r.sigma:g}: P(1) = {r.p1:.2f}, "
-                        f"P({r.n_init}) = {r.pN:.2f}, restarts for {target:g}: {_fmt_need(r)} "
-                        f"({r.trials} trials)" for r in ctx_cells.itertuples()) + ".")
+        return " " + WORDS.text("context.many", n=len(ctx_cells), min_trials=min_trials)
+    return " " + WORDS.text("context", min_trials=min_trials, cells="; ".join(
+        WORDS.text("context.cell", panel=r.panel, R=r.R, sigma=r.sigma, p1=r.p1, n_init=r.n_init,
+                   pN=r.pN, target=target, need=_fmt_need(r), trials=r.trials)
+        for r in ctx_cells.itertuples()))
 
 
 def _summary(info, exps, plus, mg):
@@ -165,61 +165,46 @@ def _summary(info, exps, plus, mg):
     n_txt = f"{int(c['n_init'].min())}-{n_init}" if c["n_init"].nunique() > 1 else f"{n_init}"
     ev = c[c["evidence"]]
     held = ev[ev["holds"]]
-    parts = [f"panel {panel}, sigma = {sigma:g}: " + (f"R >= {r_star:g}" if r_star is not None
-                                                       else "no R")
+    parts = [WORDS.text("where.from" if r_star is not None else "where.nowhere", panel=panel,
+                        sigma=sigma, r_star=r_star)
              for (panel, sigma), r_star in sorted(info["r_star"].items())]
     worst = held.loc[held["r_need"].idxmax()] if len(held) else None
     text_note = ""
     if "pN_text" in c.columns and len(held):
         pos = held[held["sigma"] > 0]
         if len(pos):
-            text_note = (f" Under the paper's text rule (matched distance <= 0.6 sigma) the "
-                         f"all-restart success at those cells with sigma > 0 is at least "
-                         f"{pos['pN_text'].min():.2f}.")
-    return (
-        f"An initialization (theta_j^(0) ~ Bernoulli(0.5)^d) succeeds if one of the step sizes "
-        f"gives mean distance to the nearest true parameter < 0.6 sigma + {plus:g} (the authors' "
-        f"rule of Figure 2 a, b); with s of N = {n_txt} initializations successful in a trial, r "
-        f"restarts succeed with probability 1 - C(N - s, r)/C(N, r), averaged over trials "
-        f"(bootstrap over trials, {100 * conf:g}%). "
-        + " ".join(f"Panel ({x}): the {e.name} store, {e.preset} preset (config hash "
-                   f"{e.hash()[:12]}), {_trials(c, x)} trials x {(c['panel'] == x).sum()} cells."
-                   for x, e in zip("ab", exps))
-        + f" Rule: evidence cells have >= {min_trials} trials; a cell holds if all N restarts give "
-        f">= {target:g} and the restarts needed for {target:g} have an upper bound <= N; not "
-        f"supported if a cell with single-init success >= {p1s:g} stays below "
-        f"{target:g} (Wilson upper bound) with all restarts. "
-        + (f"{len(held)} of {len(ev)} evidence cells hold. " if len(ev) else "")
-        + (f"The most restarts needed where it holds: {_fmt_need(worst)} (panel "
-           f"{worst.panel}, R = {worst.R:g}, sigma = {worst.sigma:g}, single-init "
-           f"success {worst.p1:.2f}). " if worst is not None else "")
-        + ("Where it holds: " + "; ".join(parts) + ". " if parts else "")
-        + f"{info['reason'][0].upper()}{info['reason'][1:]}." + text_note
-        + _context_text(c[~c["evidence"]], min_trials, target))
+            text_note = " " + WORDS.text("text note", pN_text=pos["pN_text"].min())
+    findings = []
+    if len(ev):
+        findings.append(WORDS.text("held", held=len(held), evidence=len(ev)))
+    if worst is not None:
+        findings.append(WORDS.text("most restarts", need=_fmt_need(worst), panel=worst.panel,
+                                   R=worst.R, sigma=worst.sigma, p1=worst.p1))
+    if parts:
+        findings.append(WORDS.text("where", parts="; ".join(parts)))
+    findings.append(f"{info['reason'][0].upper()}{info['reason'][1:]}")
+    panels = " ".join(WORDS.text("panel", panel=x, store=e.name, preset=e.preset,
+                                 hash=e.hash()[:12], trials=_trials(c, x),
+                                 cells=(c["panel"] == x).sum())
+                      for x, e in zip("ab", exps))
+    return WORDS.text("summary", plus=plus, n_init=n_txt, conf_pct=100 * conf, panels=panels,
+                      min_trials=min_trials, target=target, p1_substantial=p1s,
+                      findings=" ".join(findings), text_note=text_note,
+                      context=_context_text(c[~c["evidence"]], min_trials, target))
 
 
 def _caveats(exps, plus, mg):
     pa = exps[0].protocol
-    return [
-        f"A restart is one Bernoulli initialization with the paper's {len(pa['steps'])} step sizes "
-        f"swept; {pa['n_init']} restarts are {pa['n_init'] * len(pa['steps'])} runs, as in the "
-        f"paper's protocol.",
-        "The authors' rule counts two models on the same true parameter as success (nearest, not "
-        f"matched, distance); at sigma = 0 its threshold is {plus:g}.",
-        "Restarts are drawn without replacement from the initializations actually run in each "
-        "trial, so r = N is the paper's per-trial success and r < N is interpolated.",
-        "Trials whose initializations all fail cap the restart curve below 1: more restarts of the "
-        "same kind would not fix those data draws at small R.",
-        "Both panels' rows come from the Figure 2 stores of the "
-        + " and ".join(f"{e.name} {e.preset} preset (seed {e.protocol['seed']}, "
-                       f"{e.protocol['n_iter']} iterations, "
-                       f"{'early stop' if e.protocol['early_stop'] else 'no early stop'})"
-                       for e in exps)
-        + "; they do not change with --seed.",
-        f"The thresholds (target {mg['target']:g}, substantial single-init success "
-        f"{mg['p1_substantial']:g}, {mg['min_trials']} trials for evidence) are this study's "
-        f"choices, not the paper's; the sensitivity lines give the verdict at their neighbours.",
-    ]
+    stores = " and ".join(
+        WORDS.text("caveats.store", store=e.name, preset=e.preset, seed=e.protocol["seed"],
+                   n_iter=e.protocol["n_iter"],
+                   stop=WORDS.text("caveats.early stop" if e.protocol["early_stop"]
+                                   else "caveats.no early stop"))
+        for e in exps)
+    return WORDS.items("caveats", n_steps=len(pa["steps"]), n_init=pa["n_init"],
+                       n_runs=pa["n_init"] * len(pa["steps"]), plus=plus, stores=stores,
+                       target=mg["target"], p1_substantial=mg["p1_substantial"],
+                       min_trials=mg["min_trials"])
 
 
 def _sensitivity(table, params, rng, cells):
@@ -227,23 +212,15 @@ def _sensitivity(table, params, rng, cells):
     statistics measured again where the target or the confidence moves)."""
     mg = params["margins"]
 
-    def at(**moved):
-        p = _with_margins(params, **moved)
+    def verdict_at(p, key):
+        if key == "min_trials":
+            p = with_margin(p, key, int(p["margins"][key]))
         same = all(p["margins"][k] == mg[k] for k in ("target", "confidence"))
         cc = cells if same else _stats(table, p, rng, p["margins"]["target"],
                                        p["margins"]["confidence"])[0]
         return decide(cc, p).verdict
 
-    return [
-        sensitivity_line("restart success target", mg["target"], lambda v: at(target=v),
-                         mg["target_neighbours"]),
-        sensitivity_line("substantial single-init success", mg["p1_substantial"],
-                         lambda v: at(p1_substantial=v), mg["p1_substantial_neighbours"]),
-        sensitivity_line("trials for an evidence cell", mg["min_trials"],
-                         lambda v: at(min_trials=int(v)), mg["min_trials_neighbours"]),
-        sensitivity_line("confidence of the intervals", mg["confidence"],
-                         lambda v: at(confidence=v), mg["confidence_neighbours"]),
-    ]
+    return sensitivity_lines(WORDS, params, verdict_at)
 
 
 def analyze(table, params, rng):
@@ -307,13 +284,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="RS", order=70,
-    title="Section 6: random initialization with a few restarts",
-    claim=("For linear models, random initialization with a few restarts is sufficient to "
-           "ensure convergence of IFCA."),
-    location=("Section 6, first paragraph, of both versions (the experiments of Section 6.1: "
-              "Figure 3 of the long version, Figure 2 of the NeurIPS version), and the abstract "
-              "and Section 1 of both, Section 7 of the long version; IFCA is Algorithm 2 of the "
-              "long version, Algorithm 1 of the NeurIPS version"),
+    id="RS", order=70, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide,
     reads=reads)
