@@ -41,8 +41,11 @@ import pandas as pd
 
 from ...config import Spec
 from ...stats import bootstrap, newcombe_paired, wilson_interval
-from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict, combine,
-                     sensitivity_line)
+from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study, Verdict, combine
+from ..words import sensitivity_lines, words
+
+#: the study's prose: ws.md beside this module
+WORDS = words(__file__)
 
 _POS = dict(low=0, open="low")
 _OPEN01 = dict(low=0, high=1, open="both")
@@ -328,49 +331,46 @@ def decide(meas, params):
 
 # ------------------------------------------------------------------------------ analyze
 
-def _at(meas, params, table, rng, **changes):
-    conf = changes.pop("confidence", None)
-    if conf is not None:
-        meas = measure(table, params, rng, confidence=conf)
-    mg = dict(params["margins"], **changes)
-    if conf is not None:
-        mg["confidence"] = conf
-    return decide(meas, {"params": params["params"], "margins": mg}).verdict
-
-
 def scope(dec, meas):
     nb = dec.numbers
     cells = meas["cells"]
-    where = [f"(sep {c['sep']:g}, n {int(c['n'])})" for (_, c), s in
+    where = [WORDS.text("scope.cell", sep=c["sep"], n=int(c["n"])) for (_, c), s in
              zip(cells.iterrows(), nb["cell_status"]) if s == BETTER]
-    fr = "; ".join(f"k_fit {k}: {f:.2f}" for k, f, _, _ in nb["empty_fraction"])
-    return (f"sharing lowers the error (recovery not worse): {nb['part1']} ({nb['better']}/"
-            f"{nb['cells']} cells certified better, {nb['worse']} worse"
-            + (f"; better at {', '.join(where)}" if 0 < nb["better"] < nb["cells"] else "")
-            + f"); extra models empty out: {nb['part2']} (fraction empty with sharing: {fr})")
+    fr = "; ".join(WORDS.text("scope.kfit", k_fit=k, fraction=f)
+                   for k, f, _, _ in nb["empty_fraction"])
+    better_at = (WORDS.text("scope.better at", where=", ".join(where))
+                 if 0 < nb["better"] < nb["cells"] else "")
+    return WORDS.text("scope", part1=nb["part1"], better=nb["better"], cells=nb["cells"],
+                      worse=nb["worse"], better_at=better_at, part2=nb["part2"], kfit=fr)
 
 
 def _numbers(meas, dec):
     rows = []
     for (_, c), s in zip(meas["cells"].iterrows(), dec.numbers["cell_status"]):
-        rows.append({"part": "1: sharing vs plain",
-                     "condition": f"sep={c['sep']:g}, n={int(c['n'])}",
-                     "recovery shared / plain": f"{c['rec_shared']:.2f} / {c['rec_plain']:.2f}",
-                     "error shared / plain": f"{c['err_shared']:.4g} / {c['err_plain']:.4g}",
-                     "difference [CI]": f"{c['diff']:.3g} [{c['diff_lo']:.3g}, {c['diff_hi']:.3g}]",
+        rows.append({"part": WORDS.text("numbers.part1"),
+                     "condition": WORDS.text("numbers.condition1", sep=c["sep"], n=int(c["n"])),
+                     "recovery shared / plain": WORDS.text(
+                         "numbers.recovery", rec_shared=c["rec_shared"], rec_plain=c["rec_plain"]),
+                     "error shared / plain": WORDS.text(
+                         "numbers.error", err_shared=c["err_shared"], err_plain=c["err_plain"]),
+                     "difference [CI]": WORDS.text("numbers.difference", diff=c["diff"],
+                                                   lo=c["diff_lo"], hi=c["diff_hi"]),
                      "shared-part ratio (pred 1/sqrt(k))":
                          "" if np.isnan(c["shared_part_ratio"]) else
-                         f"{c['shared_part_ratio']:.3f} [{c['shared_part_ratio_lo']:.3f}, "
-                         f"{c['shared_part_ratio_hi']:.3f}]",
+                         WORDS.text("numbers.ratio", ratio=c["shared_part_ratio"],
+                                    lo=c["shared_part_ratio_lo"], hi=c["shared_part_ratio_hi"]),
                      "status": s})
     for (k, f, lo, hi), s in zip(dec.numbers["empty_fraction"], dec.numbers["kfit_status"]):
         pl = meas["kfit"][(meas["kfit"]["arm"] == "plain") & (meas["kfit"]["k_fit"] == k)]
-        rows.append({"part": "2: extra models empty", "condition": f"k_fit={k}",
+        empty = WORDS.text("numbers.empty", fraction=f, lo=lo, hi=hi)
+        if len(pl):
+            empty += " " + WORDS.text("numbers.empty plain",
+                                      plain=float(pl[EMPTY].iloc[0] / pl["runs"].iloc[0]))
+        rows.append({"part": WORDS.text("numbers.part2"),
+                     "condition": WORDS.text("numbers.condition2", k_fit=k),
                      "recovery shared / plain": "",
                      "error shared / plain": "",
-                     "difference [CI]": f"empty {f:.2f} [{lo:.2f}, {hi:.2f}] (plain "
-                                        f"{float(pl[EMPTY].iloc[0] / pl['runs'].iloc[0]):.2f})"
-                                        if len(pl) else f"empty {f:.2f} [{lo:.2f}, {hi:.2f}]",
+                     "difference [CI]": empty,
                      "shared-part ratio (pred 1/sqrt(k))": "", "status": s})
     return pd.DataFrame(rows)
 
@@ -378,34 +378,30 @@ def _numbers(meas, dec):
 def _summary(meas, dec, params):
     p, mg = params["params"], params["margins"]
     cells, kf, nb = meas["cells"], meas["kfit"], dec.numbers
-    out = [f"Linear analogue: d = {p['d']} coordinates, the true models equal on "
-           f"{p['d'] - p['d_own']} and a simplex of edge sep on d_own = {p['d_own']}; m = "
-           f"{p['m']} machines, sigma = {p['sigma']:g}, IFCA option I (lr = {p['lr']:g}, early "
-           f"stop at tol {p['tol']:g}, at most {p['max_iter']} iterations), Gaussian starts "
-           f"N(0, {p['init_scale']:g}^2) tied on the shared coordinates, the same data and starts "
-           "for both arms."]
-    out.append(f"Part 1 (k = {p['k']}, {p['trials']} trials x {p['starts']} starts, lowest loss "
-               f"kept): {nb['part1']}; sharing minus plain mean matched error per (sep, n): "
-               + "; ".join(f"sep {c['sep']:g}, n {int(c['n'])}: {c['diff']:.3g} "
-                           f"[{c['diff_lo']:.3g}, {c['diff_hi']:.3g}] (recovery "
-                           f"{c['rec_shared']:.2f} vs {c['rec_plain']:.2f})"
-                           for _, c in cells.iterrows()) + ".")
+    out = [WORDS.text("summary.setup", d=p["d"], d_shared=p["d"] - p["d_own"], d_own=p["d_own"],
+                      m=p["m"], sigma=p["sigma"], lr=p["lr"], tol=p["tol"],
+                      max_iter=p["max_iter"], init_scale=p["init_scale"])]
+    out.append(WORDS.text("summary.part1", k=p["k"], trials=p["trials"], starts=p["starts"],
+                          part1=nb["part1"], cells="; ".join(
+                              WORDS.text("summary.part1 cell", sep=c["sep"], n=int(c["n"]),
+                                         diff=c["diff"], lo=c["diff_lo"], hi=c["diff_hi"],
+                                         rec_shared=c["rec_shared"], rec_plain=c["rec_plain"])
+                              for _, c in cells.iterrows())))
     ok = cells[cells["both_recovered"] >= 2]
     if len(ok):
-        out.append(f"Where both arms recover, the shared part's error with sharing is "
-                   f"{ok['shared_part_ratio'].min():.3f} to {ok['shared_part_ratio'].max():.3f} "
-                   f"times that without (predicted 1/sqrt(k) = {1 / np.sqrt(p['k']):.3f}), the "
-                   f"own part's {ok['own_part_ratio'].min():.3f} to "
-                   f"{ok['own_part_ratio'].max():.3f} times (predicted 1).")
-    out.append(f"Iterations to the early stop: {cells['iters_shared'].mean():.1f} with sharing, "
-               f"{cells['iters_plain'].mean():.1f} without (means over cells).")
-    parts = []
-    for _, c in kf.iterrows():
-        parts.append(f"k_fit {int(c['k_fit'])} {c['arm']}: {int(c[EMPTY])}/{int(c['runs'])} "
-                     f"empty, {int(c[SPLIT])} split, {int(c[MERGED])} merged")
-    out.append(f"Part 2 (k_true = {p['k_true']}, sep = {p['sep2']:g}, n = {p['n2']}, one start "
-               f"per trial): {nb['part2']} (extra models empty in at least {mg['empty_hold']:g} "
-               f"of runs, Wilson lower bound at {mg['confidence']:g}): " + "; ".join(parts) + ".")
+        out.append(WORDS.text("summary.ratios", shared_min=ok["shared_part_ratio"].min(),
+                              shared_max=ok["shared_part_ratio"].max(),
+                              predicted=1 / np.sqrt(p["k"]), own_min=ok["own_part_ratio"].min(),
+                              own_max=ok["own_part_ratio"].max()))
+    out.append(WORDS.text("summary.iterations", iters_shared=cells["iters_shared"].mean(),
+                          iters_plain=cells["iters_plain"].mean()))
+    parts = [WORDS.text("summary.part2 kfit", k_fit=int(c["k_fit"]), arm=c["arm"],
+                        empty=int(c[EMPTY]), runs=int(c["runs"]), split=int(c[SPLIT]),
+                        merged=int(c[MERGED]))
+             for _, c in kf.iterrows()]
+    out.append(WORDS.text("summary.part2", k_true=p["k_true"], sep2=p["sep2"], n2=p["n2"],
+                          part2=nb["part2"], empty_hold=mg["empty_hold"],
+                          confidence=mg["confidence"], kfit="; ".join(parts)))
     return " ".join(out)
 
 
@@ -415,52 +411,28 @@ def caveats(params, meas=None):
     if meas is not None and len(meas["cells"]):
         c, kf = meas["cells"], meas["kfit"]
         pl = kf[kf["arm"] == "plain"]
-        out.append(
-            f"Without sharing IFCA often fails here: recovery {c['rec_plain'].min():.2f} to "
-            f"{c['rec_plain'].max():.2f} over the part-1 cells, where "
-            f"{c['one_model_plain'].mean():.2f} "
-            f"of its runs (with sharing {c['one_model_shared'].mean():.2f}) end with every machine "
-            "on one model"
-            + (f", and {int(pl[MERGED].sum())} of {int(pl['runs'].sum())} part-2 runs end with "
-               "fewer non-empty models than true clusters" if len(pl) else "")
-            + ". The models' common error on the shared coordinates (true entries N(0, 1), "
-            "starts N(0, init_scale^2)) dominates the machines' losses at first; the likely "
-            "mechanism (not traced here): the model that wins most machines early learns the "
-            "shared part and then wins every machine, while with sharing every model gets it. "
-            "The size of the gain therefore "
-            "depends on how large the shared part is against the separation and the start.")
-    return out + [
-        "The paper's setting is neural networks (shared convolutional and first layers, IFCA on "
-        "the last layer; FEMNIST in Section 6.3); this is its linear analogue: coordinates of a "
-        "linear model shared exactly by the true models, learned by gradient averaging (option I).",
-        "The data are built so that the shared coordinates really are common to every cluster; "
-        "sharing coordinates that differ between clusters would bias them, which is not measured.",
-        "Recovery is ARI = 1 of the lowest-loss start; part 2 counts one random start per trial, "
-        f"Gaussian N(0, {p['init_scale']:g}^2) (not the Bernoulli starts of Section 6.1), tied "
-        "on the shared coordinates; a model is empty when no machine picks it at the final "
-        "models. An extra model that never wins a machine keeps its start on its own "
-        "coordinates.",
-        "Intervals: percentile bootstrap of the mean paired error difference over trials; "
-        "Newcombe's paired interval for the recovery difference; Wilson for the empty fraction.",
-    ]
+        merged = (WORDS.text("caveats.plain merged", merged=int(pl[MERGED].sum()),
+                             runs=int(pl["runs"].sum())) if len(pl) else "")
+        out.append(WORDS.text("caveats.plain fails", rec_min=c["rec_plain"].min(),
+                              rec_max=c["rec_plain"].max(),
+                              one_plain=c["one_model_plain"].mean(),
+                              one_shared=c["one_model_shared"].mean(), merged=merged))
+    return out + WORDS.items("caveats", init_scale=p["init_scale"])
 
 
 def analyze(table, params, rng):
-    mg = params["margins"]
     meas = measure(table, params, rng)
     dec = decide(meas, params)
 
-    def line(what, key):
-        return sensitivity_line(what, mg[key], lambda v: _at(meas, params, table, rng, **{key: v}),
-                                mg[key + "_neighbours"])
+    def verdict_at(q, key):  # the confidence changes the intervals; the rest only the decision
+        again = (measure(table, params, rng, confidence=q["margins"]["confidence"])
+                 if key == "confidence" else meas)
+        return decide(again, q).verdict
 
-    sens = [line("recovery non-inferiority margin rec_margin", "rec_margin"),
-            line("empty fraction to hold empty_hold", "empty_hold"),
-            line("empty fraction to refute empty_refute", "empty_refute"),
-            line("confidence", "confidence")]
     tables = {"_cells.csv": meas["cells"], "_kfit.csv": meas["kfit"]}
     return Verdict(dec.verdict, _numbers(meas, dec), _summary(meas, dec, params),
-                   caveats=caveats(params, meas), sensitivity=sens, tables=tables,
+                   caveats=caveats(params, meas),
+                   sensitivity=sensitivity_lines(WORDS, params, verdict_at), tables=tables,
                    scope=scope(dec, meas))
 
 
@@ -514,14 +486,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="WS", order=100, paper="IFCA",
-    title="Weight sharing: shared coordinates learned from all machines; extra clusters empty",
-    claim=("When the cluster structure is ambiguous (the clusters share common properties), "
-           "sharing part of the weights among all clusters, trained on every user's data, and "
-           "running IFCA only on the rest helps (\"so that we can learn a good representation "
-           "using all the available data\"); and with weight sharing, when more clusters are "
-           "fitted than there are, \"IFCA automatically identifies 3 clusters, and the remaining "
-           "clusters are empty\" (FEMNIST)."),
-    location=("Section 4.3 (weight sharing) and Section 6.3 (FEMNIST) of the long version (arXiv); "
-              "Section 4.1 and Section 6.3 of the NeurIPS 2020 version"),
+    id="WS", order=100, paper="IFCA", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
