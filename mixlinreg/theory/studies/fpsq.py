@@ -28,7 +28,11 @@ import pandas as pd
 from ...config import Spec
 from ...data import make_mixture
 from ..study import Study, Verdict
+from ..words import words
 from . import fptab1
+
+#: the study's prose: fpsq.md beside this module (the shared sentences are FPTAB1's)
+WORDS = words(__file__)
 
 SCHEMA = {
     "params": {"m": Spec("int", low=2), "L": Spec("int", low=2), "d": Spec("int", low=1),
@@ -69,17 +73,13 @@ def analyze(table, params, rng):
     fmt = lambda x: f"{x:.3f}"  # noqa: E731
     t1 = fptab1.table1(table, params, rng, score="err", score_fmt=fmt, score_word="Err")
     p = params["params"]
-    what = (f"Squared-loss analogue (not the paper's setting): m = {p['m']} machines in L = "
-            f"{p['L']} equal clusters, n = {p['n']}, d = {p['d']}, R = {p['R']:g}, sigma = "
-            f"{p['sigma']:g}, {p['seeds']} seeds; parameter error mean_i ||w_i - theta*_c(i)|| "
-            "(lower is better; mean ± sd [95% interval]).")
+    what = WORDS.text("setting", m=p["m"], L=p["L"], n=p["n"], d=p["d"], R=p["R"],
+                      sigma=p["sigma"], seeds=p["seeds"])
     summary = fptab1.summary_text(t1, decision, ms, what, score_word="Err")
     numbers = fptab1.numbers_frame(t1, decision, ms, params, score_word="Err",
-                                   diff_fmt=lambda f: f"reduction {f.fmt(3)}")
-    caveats = fptab1.method_caveats(table, params)
-    caveats.append("The paper's numbers (accuracies in %) are shown for the order of the rows "
-                   "only: the analogue measures a parameter error, so only orderings and the "
-                   "clustering (Num, ARI) are comparable.")
+                                   diff_fmt=lambda f: WORDS.text("numbers.difference",
+                                                                 fit=f.fmt(3)))
+    caveats = fptab1.method_caveats(table, params) + WORDS.items("caveats")
     return Verdict(decision.verdict, numbers, summary, caveats=caveats,
                    sensitivity=fptab1.sensitivity(ms, params), tables={"_table1.csv": t1},
                    scope=fptab1.scope_line(decision))
@@ -91,13 +91,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="FPSQ", order=310, paper="FPFC",
-    title="Table 1's claims on the squared-loss analogue (mixture of linear regressions)",
-    claim=("Analogue of Table 1 with the squared loss: FPFC identifies the L = 4 clusters "
-           "exactly (Num = 4, ARI = 1), FPFC-l1 clusters and estimates worse, and FPFC is the "
-           "most accurate of LOCAL, FedAvg, Per-FedAvg, IFCA, CFL and FPFC-l1 ('FPFC outperforms "
-           "all six baselines in prediction and device clustering')."),
-    location=("Table 1 and Section 'Preliminary Results' of the AAAI 2023 student abstract "
-              "(its claims, checked on a setting the paper does not report)"),
+    id="FPSQ", order=310, paper="FPFC", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=fptab1.decide)
