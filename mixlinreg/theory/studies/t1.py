@@ -42,12 +42,15 @@ from ...stats import Fit, bootstrap
 from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
 from ..linear import (cluster_labels, linear_data, one_step_factor, simplex_centers,
                       t1_allowance, t1_verdict)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: t1.md beside this module
+WORDS = words(__file__)
 
 K = 2
 SCOPES = ("equal sizes", "p_max <= 3p", "p_max > 3p")
 OK = (HOLDS, CAVEAT)
-_SCOPE_TITLES = dict(zip(SCOPES, ("Equal sizes", "Unequal, p_max <= 3p", "Unequal, p_max > 3p")))
 
 SCHEMA = {
     "params": {
@@ -353,15 +356,22 @@ def _read(fits, configs, margin):
     return (*_tables(fits, d), d.numbers["configurations"], d.numbers["scopes"], d.verdict)
 
 
+def _by_scope(d):
+    """A decision's scopes with their verdicts, ``"equal sizes: holds; ..."``."""
+    return "; ".join(WORDS.text("scope verdict", scope=s, verdict=v)
+                     for s, v in d.numbers["scopes"].items())
+
+
 def _scoped(d):
     """A decision's verdict, with its scopes' verdicts."""
-    return d.verdict + " (" + "; ".join(f"{s}: {v}" for s, v in d.numbers["scopes"].items()) + ")"
+    return WORDS.text("scoped", verdict=d.verdict, scopes=_by_scope(d))
 
 
 def _region_text(gps):
     if not gps:
-        return "none"
-    return f"{min(gps):.4g}-{max(gps):.4g} ({len(gps)} pt)" if len(gps) > 1 else f"{gps[0]:.4g}"
+        return WORDS.text("measured.none")
+    return (WORDS.text("measured.range", lo=min(gps), hi=max(gps), n=len(gps)) if len(gps) > 1
+            else WORDS.text("measured.point", gamma_p=gps[0]))
 
 
 def _config_rows(f, points, by_cfg, configs):
@@ -380,21 +390,22 @@ def _config_rows(f, points, by_cfg, configs):
             if (pop < 0.5) == (v in OK):
                 agree += 1
             else:
-                mismatch.append(f"{name} at gamma p = {gp:g}")
+                mismatch.append(WORDS.text("mismatch", config=name, gamma_p=gp))
         fc = f[f["config"] == name]
         best_gp = float(pts.loc[pts["worst"].idxmin(), "gamma_p"]) if pts["worst"].notna().any() \
             else np.nan
         at = fc[fc["gamma_p"] == best_gp]
         w = at.loc[at["factor"].idxmax()] if len(at) else None
         rows.append({
-            "configuration": f"{name} (p_j = {sizes[0]:g}/{sizes[1]:g})", "p_max/p": round(r, 3),
-            "gamma p region, predicted": (f"[{lo:g}, {hi:.4g}]" if hi > lo + 1e-12 else
-                                          f"{lo:g} (boundary)" if abs(hi - lo) < 1e-12 else
-                                          "empty"),
+            "configuration": WORDS.text("configuration", config=name, p1=sizes[0], p2=sizes[1]),
+            "p_max/p": round(r, 3),
+            "gamma p region, predicted": WORDS.text(
+                "predicted.interval" if hi > lo + 1e-12 else
+                "predicted.boundary" if abs(hi - lo) < 1e-12 else "predicted.empty", lo=lo, hi=hi),
             "gamma p region, measured": _region_text(ok),
             "best gamma p": best_gp,
             "worst-cluster factor there [95% CI]": (Fit(w.factor, w.lo, w.hi, w.seeds_used).fmt(4)
-                                                    if w is not None else "n/a"),
+                                                    if w is not None else WORDS.text("no factor")),
             "population (r-1)/(r+1)": round((r - 1) / (r + 1), 4),
             "verdict": by_cfg[name]})
     return pd.DataFrame(rows), agree, total, mismatch
@@ -434,16 +445,17 @@ def _misclass(mis, params, rng):
 
 
 def _list(values):
-    return ", ".join(f"{v:g}" for v in values) or "none"
+    return ", ".join(f"{v:g}" for v in values) or WORDS.text("list.none")
 
 
 def _scope_sentence(name, configs, cfg_table, by_cfg):
     names = [n for n, c in configs.items() if _scope(c["sizes"]) == name]
     rows = cfg_table[cfg_table["configuration"].str.split(" ").str[0].isin(names)]
-    parts = [f"{r['configuration']}: measured {r['gamma p region, measured']} (predicted "
-             f"{r['gamma p region, predicted']}), worst-cluster factor at gamma p = "
-             f"{r['best gamma p']:.4g}: {r['worst-cluster factor there [95% CI]']} (population "
-             f"best (r-1)/(r+1) = {r['population (r-1)/(r+1)']:g}), {by_cfg[n]}"
+    parts = [WORDS.text("scope configuration", configuration=r["configuration"],
+                        measured=r["gamma p region, measured"],
+                        predicted=r["gamma p region, predicted"], best_gamma_p=r["best gamma p"],
+                        factor=r["worst-cluster factor there [95% CI]"],
+                        population=r["population (r-1)/(r+1)"], verdict=by_cfg[n])
              for n, (_, r) in zip(names, rows.iterrows())]
     return "; ".join(parts)
 
@@ -465,33 +477,36 @@ def analyze(table, params, rng):
     f, points = _tables(measured["factors"], decision)
     cfg = _config_rows(f, points, decision.numbers["configurations"], configs)
     ms = _misclass(mis, params, rng)
-    sens = [sensitivity_line("margin above 1/2 + allowance", mg["margin"],
-                             lambda v: _scoped(decide(measured, {**params, "margins": {
-                                 **mg, "margin": v}})), mg["margin_neighbours"]),
-            sensitivity_line("transient threshold k_noise", mg["k_noise"],
-                             lambda v: _scoped(decide(measure(sweep, params, rng, v), params)),
-                             mg["k_noise_neighbours"])]
+
+    def verdict_at(q, key):  # k_noise changes the measurement; the margin only the decision
+        again = (measure(sweep, params, rng, q["margins"]["k_noise"]) if key == "k_noise"
+                 else measured)
+        return _scoped(decide(again, q))
+
+    sens = sensitivity_lines(WORDS, params, verdict_at)
     caveats = _caveats(p, mg, configs, ms, _rank_corr(mis))
     tables = {"_factors.csv": f, "_points.csv": points}
     if len(ms):
         tables["_misclass.csv"] = ms
     numbers = pd.DataFrame(
-        [{"what": "region of gamma p where both clusters contract by <= 1/2",
+        [{"what": WORDS.text("numbers.region"),
           "configuration": r["configuration"], "gamma p": r["best gamma p"],
           "factor [95% CI]": r["worst-cluster factor there [95% CI]"],
-          "reference": f"(r-1)/(r+1) = {r['population (r-1)/(r+1)']:g}",
-          "detail": f"region predicted {r['gamma p region, predicted']}, measured "
-                    f"{r['gamma p region, measured']}",
+          "reference": WORDS.text("numbers.region reference",
+                                  population=r["population (r-1)/(r+1)"]),
+          "detail": WORDS.text("numbers.region detail", predicted=r["gamma p region, predicted"],
+                               measured=r["gamma p region, measured"]),
           "verdict": r["verdict"]} for _, r in cfg[0].iterrows()]
-        + [{"what": "first step e1/e0 from a misclassifying start (not in the verdict)",
-            "configuration": f"n'={r.n_prime}, {r.placement} (m={r.m}, d={r.d}, "
-                             f"sigma={r.sigma:g}, alpha0={r.alpha0:g})",
+        + [{"what": WORDS.text("numbers.first step"),
+            "configuration": WORDS.text("numbers.first step configuration", n_prime=r.n_prime,
+                                        placement=r.placement, m=r.m, d=r.d, sigma=r.sigma,
+                                        alpha0=r.alpha0),
             "gamma p": r.gamma_p, "factor [95% CI]": Fit(r.factor, r.lo, r.hi, r.seeds).fmt(4),
-            "reference": f"correct step {r.correct_step_rms:.3g}",
-            "detail": f"misclassified at t=0: {r.mis_measured:.3g} (Lemma 1 exact "
-                      f"{r.mis_exact:.3g}); ||T2||/e0 = {r.t2_over_e0:.3g}",
+            "reference": WORDS.text("numbers.first step reference", correct=r.correct_step_rms),
+            "detail": WORDS.text("numbers.first step detail", mis=r.mis_measured,
+                                 exact=r.mis_exact, t2=r.t2_over_e0),
             "verdict": "info"} for r in ms.itertuples()])
-    scope = "; ".join(f"{s}: {v}" for s, v in decision.numbers["scopes"].items())
+    scope = _by_scope(decision)
     return Verdict(decision.verdict, numbers, _summary(p, mg, configs, f, points, decision, cfg,
                                                        ms),
                    caveats=caveats, sensitivity=sens, tables=tables,
@@ -503,54 +518,35 @@ def _summary(p, mg, configs, f, points, decision, cfg, ms):
     by_cfg, scopes = decision.numbers["configurations"], decision.numbers["scopes"]
     eq_names = [n for n, c in configs.items() if _scope(c["sizes"]) == SCOPES[0]]
     at1 = f[(f["gamma_p"] == 1.0) & f["config"].isin(eq_names)]
-    worst1 = (f"{at1['factor'].min():.3g} to {at1['factor'].max():.3g}"
-              if len(at1) and at1["factor"].notna().any() else "not measured")
+    worst1 = (WORDS.text("at one", lo=at1["factor"].min(), hi=at1["factor"].max())
+              if len(at1) and at1["factor"].notna().any() else WORDS.text("at one.not measured"))
     uni = _universal(points, configs, SCOPES[:2])
     uni_eq = _universal(points, configs, SCOPES[:1])
     out = [
-        f"Resampled IFCA, k = 2, Delta = {p['delta']:g}, {p['seeds']} data sets per configuration, "
-        f"step gamma = gamma_p / p swept over gamma p in {{{_list(p['gamma_p'])}}}"
-        + (" and each configuration's best step gamma = 1/(p_min + p_max)" if p["gamma_p_best"]
-           else "")
-        + ". A step size is in the measured region when the transient factor e_{t+1}/e_t of both "
-          "clusters is at most 1/2, or within 1/2 plus the exact finite-sample allowance (+ "
-          f"{mg['margin']:g}); the population predicts max_j |1 - 2 gamma p_j| <= 1/2 on "
-          "gamma p in [1/4, 3p/(4 p_max)], empty once p_max > 3p.",
-        f"Verdict by scope: {'; '.join(f'{s}: {v}' for s, v in scopes.items())}.",
+        WORDS.text("summary.setup", delta=p["delta"], seeds=p["seeds"],
+                   gamma_p=_list(p["gamma_p"]), margin=mg["margin"],
+                   best_step=" " + WORDS.text("best step") if p["gamma_p_best"] else ""),
+        WORDS.text("summary.by scope", scopes=_by_scope(decision)),
     ]
     for s in SCOPES:
         if s in scopes:
-            out.append(f"{_SCOPE_TITLES[s]}: {_scope_sentence(s, configs, cfg_table, by_cfg)}.")
-    out.append(
-        f"Measured and predicted regions agree at {agree} of {total} grid points off the boundary"
-        + (f" (not at: {', '.join(mismatch)})" if mismatch else "") + ".")
-    out.append(
-        "One constant c1 for every configuration (the theorem's c1 is universal): gamma p in "
-        f"{{{_list(uni_eq)}}} serves every equal-size configuration, {{{_list(uni)}}} every "
-        "configuration with p_max <= 3p "
-        "(population: [1/4, 3/4] and only 1/4, on the boundary, at p_max = 3p).")
-    out.append(
-        "The proof's own choice (Appendix A of the long version: 'Then we can complete the proof "
-        "for the first cluster by choosing gamma = 1/(2 c1 p)', after ||theta_1^+ - theta_1^*|| <= "
-        "(1 - c1 gamma p)||theta_1 - theta_1^*|| + ...) takes c1 from eq. (2)-(3), where N >= "
-        "p_1 m n'/4 gives 2 gamma N/(m n') >= gamma p_1 / 2, so c1 <= 1/2 and gamma p = 1/(2 c1) "
-        ">= 1: outside the region; at gamma p = 1 the measured factor with equal sizes is "
-        f"{worst1} (population |1 - 2| = 1).")
+            out.append(WORDS.text("summary.scope", title=WORDS.text(f"scope title.{s}"),
+                                  configurations=_scope_sentence(s, configs, cfg_table, by_cfg)))
+    out.append(WORDS.text("summary.agree, not at" if mismatch else "summary.agree", agree=agree,
+                          total=total, mismatch=", ".join(mismatch)))
+    out.append(WORDS.text("summary.one constant", equal=_list(uni_eq), unequal=_list(uni)))
+    out.append(WORDS.text("summary.proof", at_one=worst1))
     if len(ms):
         hi = ms.loc[ms["mis_measured"].idxmax()]
-        out.append(
-            f"Misclassifying starts (equal sizes, first step at gamma p = "
-            f"{', '.join(f'{v:g}' for v in sorted(ms['gamma_p'].unique()))}): the fraction "
-            f"misclassified at t = 0 ranges {ms['mis_measured'].min():.3g} to "
-            f"{ms['mis_measured'].max():.3g} (Lemma 1's exact probability "
-            f"{ms['mis_exact'].min():.3g} to {ms['mis_exact'].max():.3g}); at the largest "
-            f"(n' = {hi['n_prime']}, {hi['placement']}) the first-step factor is "
-            f"{Fit(hi['factor'], hi['lo'], hi['hi'], int(hi['seeds'])).fmt(3)} against "
-            f"{hi['correct_step_rms']:.3g} for a correctly clustered step; the misclassified "
-            f"machines' pull ||T_2|| is {hi['t2_over_e0']:.3g} e_0 there. "
-            f"{100 * ms['frac_steps_above_half'].max():.0f}% of those first steps (worst cell) "
-            "end above e_0/2; see the caveats for what this does and does not say about the "
-            "third term.")
+        out.append(WORDS.text(
+            "summary.misclassifying",
+            gamma_p=", ".join(f"{v:g}" for v in sorted(ms["gamma_p"].unique())),
+            mis_min=ms["mis_measured"].min(), mis_max=ms["mis_measured"].max(),
+            exact_min=ms["mis_exact"].min(), exact_max=ms["mis_exact"].max(),
+            n_prime=hi["n_prime"], placement=hi["placement"],
+            factor=Fit(hi["factor"], hi["lo"], hi["hi"], int(hi["seeds"])).fmt(3),
+            correct=hi["correct_step_rms"], t2=hi["t2_over_e0"],
+            above_pct=100 * ms["frac_steps_above_half"].max()))
     return " ".join(out)
 
 
@@ -566,64 +562,27 @@ def _rank_corr(mis):
 
 
 def _caveats(p, mg, configs, ms, corr):
-    out = [
-        "Constants c1..c4 are unknown, so the step is swept instead of chosen: a configuration "
-        "holds when some gamma = c1/p of the grid makes both clusters contract by at most 1/2. "
-        "The allowance above 1/2 is the exact finite-sample excess of a correctly clustered step, "
-        "sqrt((1 - 2g)^2 + 4 g^2 ((d+1)/N + sigma^2 d/(N e_t^2))) - |1 - 2g| (g = gamma p_j, "
-        f"N = p_j m n'), not a fitted constant, plus a resolution margin of {mg['margin']:g}. At "
-        "the region's edges (gamma p = 1/4, and 3p/(4 p_max)) one cluster's population factor is "
-        "exactly 1/2, so there the verdict is 'within the allowance' at best.",
-        "Steps with a misclassified machine, with e_t < "
-        f"{mg['k_noise']:g} sigma sqrt(d/N_j), or with an error >= Delta/2 are left out (there "
-        "the theorem's additive terms dominate, or its hypothesis fails). Runs that diverge at "
-        "large steps keep their first step, the one that measures the factor.",
-        "Intervals are percentile bootstraps over independent data sets; the starts (alpha0, "
-        "random and adversarial) on one data set are averaged first, and every step size runs on "
-        "the same data sets (paired).",
-        "The NeurIPS version states Theorem 1 for ||theta_j - theta_j^*|| <= Delta/4 (alpha = "
-        "1/4 of the long version) with the third term exp(-c4 (rho/(rho+1))^2 n'); the sweep's "
-        f"starts (alpha0 in {p['alpha0s']}) include that case.",
-    ]
+    out = WORDS.items("caveats", margin=mg["margin"], k_noise=mg["k_noise"],
+                      alpha0s=p["alpha0s"])
     bad = [n for n, c in configs.items() if _scope(c["sizes"]) == SCOPES[2]]
     if bad:
-        out.append(
-            "p_max > 3p does not depend on c1: the smallest cluster needs |1 - 2 c1| <= 1/2 "
-            "(c1 >= 1/4), the largest |1 - 2 c1 p_max/p| <= 1/2 (c1 <= 3p/(4 p_max)); the "
-            "population factor does not depend on m or n', while the additive terms of eq. (1) "
-            "vanish as m n' grows, so c2 and c3 cannot absorb the failure. Assumption 2 (up to its "
-            "constants) there: " + "; ".join(
-                f"{n}: p = {min(c['sizes']):g} vs log(m)/m = {math.log(c['m']) / c['m']:.3g}, "
-                f"p m n'/d = {min(c['sizes']) * c['m'] * c['n_prime'] / c['d']:.3g}"
-                for n, c in configs.items() if n in bad) + ".")
-    out.append(
-        "Proof (Appendix A, eq. (2)): it bounds |1 - 2 gamma N/(m n')| by 1 - 2 gamma N/(m n') "
-        "(the sign is dropped); knowing only N in [p_1 m n'/4, p_1 m n'] (eq. (3)), no gamma gives "
-        "|1 - 2 gamma N/(m n')| <= 1/2 at both ends (it needs gamma p_1 >= 1 and <= 3/4). The "
-        "measured region exists for equal sizes because there every machine is correctly "
-        "clustered (N = p_j m n' exactly), the same factor-3 condition as p_max <= 3p.")
+        out.append(WORDS.text("caveat.p_max > 3p", configurations="; ".join(
+            WORDS.text("assumption 2", config=n, p=min(c["sizes"]),
+                       log_m=math.log(c["m"]) / c["m"],
+                       pmn_d=min(c["sizes"]) * c["m"] * c["n_prime"] / c["d"])
+            for n, c in configs.items() if n in bad)))
+    out.append(WORDS.text("caveat.proof"))
     if len(ms):
         rho = p["delta"] ** 2 / p["mis_sigma"] ** 2
-        out.append(
-            "Misclassification term: the starts misclassify machines because they violate "
-            "Assumption 2's n' >~ ((rho+1)/(alpha0 rho))^2 log m (= "
-            f"{((rho + 1) / (p['mis_alpha0'] * rho)) ** 2 * math.log(p['mis_m']):.3g} at "
-            f"rho = {rho:g}, alpha0 = {p['mis_alpha0']:g}, m = {p['mis_m']}, before its "
-            "constant). There exp(-(alpha rho/(rho+1))^2 n') is "
-            f"{ms['exp_shape'].min():.3g} or more (c4 = 1), so the third term is about c3 "
-            "itself, and the second is c2 times (sigma/p) sqrt(d/(m n')) = "
-            f"{ms['noise_shape'].min():.3g} to {ms['noise_shape'].max():.3g}: any measured "
-            f"excess e_1 - e_0/2 (at most {ms['excess_max'].max():.3g} here) is covered by c3 or "
-            "c2 that large, so at fixed n' the data cannot refute eq. (1). What they show: the "
-            "step is exactly T_1 - T_2 as in the proof (checked on every run), the misclassified "
-            "fraction per cell is "
-            + ", ".join(f"{r.mis_measured:.3g} (Lemma 1: {r.mis_exact:.3g})"
-                        for r in ms.itertuples())
-            + f"; across runs, the share of wrong machines in a cluster's set has rank "
-            f"correlation {corr[0]:.2f} with ||T_2||/e_0 and {corr[1]:.2f} with e_1/e_0; and "
-            "||T_2|| per wrong machine, in the proof's units (gamma/m) max(1, d/n') (its eq. "
-            f"(8)), is at most {ms['c5_implied'].max():.3g}. The rate at which the term decays "
-            "with n' is Lemma 1's (study L1).")
+        out.append(WORDS.text(
+            "caveat.misclassification",
+            n_needed=((rho + 1) / (p["mis_alpha0"] * rho)) ** 2 * math.log(p["mis_m"]), rho=rho,
+            alpha0=p["mis_alpha0"], m=p["mis_m"], exp_min=ms["exp_shape"].min(),
+            noise_min=ms["noise_shape"].min(), noise_max=ms["noise_shape"].max(),
+            excess_max=ms["excess_max"].max(),
+            fractions=", ".join(WORDS.text("misclassified fraction", mis=r.mis_measured,
+                                           exact=r.mis_exact) for r in ms.itertuples()),
+            corr_t2=corr[0], corr_e1=corr[1], c5_max=ms["c5_implied"].max()))
     return out
 
 
@@ -675,13 +634,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="T1", order=20,
-    title="Theorem 1: one-step contraction by 1/2",
-    claim=("With every model within (1/2 - alpha) Delta of its centre and step gamma = c1/p, one "
-           "resampled IFCA step gives ||theta_j^+ - theta*_j|| <= (1/2)||theta_j - theta*_j|| + "
-           "c2 (sigma/p) sqrt(d/(m n')) + c3 exp(-c4 (alpha rho/(rho+1))^2 n') for all j."),
-    location=("Theorem 1, Section 5.1, eq. (1) of the long version (proof in Appendix A, eq. (2)); "
-              "Theorem 1, Section 5.1 of the NeurIPS version (proof in Appendix A), stated there "
-              "for models within Delta/4, without alpha"),
+    id="T1", order=20, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
