@@ -1,4 +1,4 @@
-"""Measure the JAX backend (``ifca(..., backend="jax")``) on this machine's JAX device.
+"""Measure the JAX kernel (``ifca(..., kernel="jax")``) on this machine's JAX device.
 
 For one paper-preset unit of each Figure 2 panel (trial 0 of the group with the median ``m n``, the
 units of ``mixlinreg bench --units``; for panels c and d also the group with the smallest ``m n``):
@@ -153,7 +153,7 @@ def main(argv=None):
             tag = f"{panel} {unit.id}"
             job = unit_job(exp, unit)
             kw = dict(n_iter=p["n_iter"], y_index=job.y_index, early_stop=p["early_stop"],
-                      tol=p["tol"], dtype=job.X.dtype, backend="jax")
+                      tol=p["tol"], dtype=job.X.dtype, kernel="jax")
             t0 = time.perf_counter()
             first = ifca(job.X, job.Y, job.init, job.lr, **kw)
             t_first = time.perf_counter() - t0

@@ -36,6 +36,7 @@ try:
         IFCATrace,
         ifca,
         use_backend,
+        use_kernel,
     )
     from .metrics import (
         adjusted_rand,
@@ -55,7 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "IFCA", "ConvergenceWarning", "EmptyClusterWarning", "DataScaleWarning", "IFCAResult",
-    "IFCATrace", "ifca", "use_backend", "DuplicateClustersWarning",
+    "IFCATrace", "ifca", "use_kernel", "use_backend", "DuplicateClustersWarning",
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close", "tie_shared",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",

@@ -1,7 +1,7 @@
-"""The JAX backend of :func:`mixlinreg.ifca` (``backend="jax"``): the same runs on a CPU or a GPU.
+"""The JAX kernel of :func:`mixlinreg.ifca` (``kernel="jax"``): the same runs on a CPU or a GPU.
 
 :func:`mixlinreg.ifca` validates its arguments once (:class:`mixlinreg._problem._Problem`) and hands
-the problem either to the numba kernels (``mixlinreg/_kernels.py``) or, with ``backend="jax"``, to
+the problem either to the numba kernels (``mixlinreg/_kernels.py``) or, with ``kernel="jax"``, to
 :func:`run_jax` here. This module computes exactly the iterations of the numba kernel's direct path
 (``method="data"``), written with ``jax.jit`` and ``lax.while_loop`` so that one program runs on
 JAX's CPU backend and on a CUDA GPU:
@@ -43,7 +43,7 @@ from .losses import (KERNEL_CODES, MULTINOMIAL, derivative_array, multinomial_de
                      multinomial_value, value_array)
 
 #: What the user is told when JAX is missing: the extra that installs it.
-EXTRA_HINT = ("backend='jax' needs JAX, an optional extra of mixlinreg: pip install 'mixlinreg[jax]' "
+EXTRA_HINT = ("kernel='jax' needs JAX, an optional extra of mixlinreg: pip install 'mixlinreg[jax]' "
               "(CPU) or 'mixlinreg[gpu]' (NVIDIA GPU, CUDA 12)")
 
 #: The static part of a call: everything that changes the compiled program (shapes aside).

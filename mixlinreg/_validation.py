@@ -352,8 +352,8 @@ class Either:
 #: bound cannot differ between a config, the function and the estimator. ``lr`` bounds each step
 #: size (``ifca``: a number or one per run; ``IFCA``: a number or a sequence). Arrays whose shape
 #: depends on the data are listed with that shape and checked where the data are known. ``X``,
-#: ``y`` (data, not parameters) and ``backend`` (``mixlinreg.backends.resolve_backend``, with
-#: ``BACKENDS``) are not listed.
+#: ``y`` (data, not parameters) and ``kernel`` (``mixlinreg._kernel_choice.resolve_kernel``, with
+#: ``KERNELS``) are not listed.
 PARAMETERS = {
     # what the estimator adds around ifca
     "n_clusters": Interval("int", low=1),

@@ -348,7 +348,7 @@ def _check(args):
         output_file(args.write, "--write")
     t0 = time.perf_counter()
     if not args.report_only:
-        from .ifca import use_backend
+        from .ifca import use_kernel
         from .theory.studies import get
 
         bar = tqdm(ids, unit="study", desc=f"check/{args.preset}", disable=args.no_progress)
@@ -358,7 +358,7 @@ def _check(args):
             bar.write(f"[{sid}] {title(sid)} ...")
             bar.write("\n".join(config_lines(get(sid).config(args.preset).path, sid, "studies",
                                               "check", indent=f"[{sid}] ")))
-            with use_backend(_kernel(args)):
+            with use_kernel(_kernel(args)):
                 r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
                               progress=not args.no_progress, **where)
             bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "

@@ -15,7 +15,8 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from . import _numerics
-from .backends import BACKENDS, check_jax_method, current_backend, resolve_backend, use_backend
+from ._kernel_choice import (KERNELS, check_jax_method, current_kernel, renamed, resolve_kernel,
+                             use_backend, use_kernel)
 from . import _gram as _gram_module
 from . import _chunked
 from ._firstuse import announce_compile_path, dispatchers_of
@@ -29,7 +30,7 @@ run_direct = announce_compile_path(_chunked.run_direct, dispatchers_of(_chunked)
 run_gram = announce_compile_path(run_gram, dispatchers_of(_gram_module), "the certified-Gram path")
 
 __all__ = ["ifca", "IFCAResult", "IFCATrace", "ConvergenceWarning", "EmptyClusterWarning",
-           "DataScaleWarning", "use_backend", "current_backend", "BACKENDS"]
+           "DataScaleWarning", "use_kernel", "current_kernel", "KERNELS", "use_backend"]
 
 
 class ConvergenceWarning(_SklearnConvergenceWarning):
@@ -152,8 +153,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
-         gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, backend=None,
-         shared=None):
+         gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, kernel=None,
+         shared=None, backend=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -247,16 +248,18 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         on it.
     rng : None, int, SeedSequence or Generator
         Only used to draw ``participation`` when it is an int.
-    backend : {None, "numba", "jax"}, default None
+    kernel : {None, "numba", "jax"}, default None
         Who computes: ``"numba"``, the kernels of this package on the CPU's cores, or ``"jax"``,
         the same iterations written with JAX (``mixlinreg/_jax.py``), on JAX's default device: a
         CUDA GPU when ``pip install 'mixlinreg[gpu]'`` installed one, else the CPU (``pip install
-        'mixlinreg[jax]'``). The JAX backend runs the direct path (``method`` must be ``"auto"`` or
+        'mixlinreg[jax]'``). The JAX kernel runs the direct path (``method`` must be ``"auto"`` or
         ``"data"``; ``result.method`` is ``"jax"``), ignores ``n_threads``, and computes matrix
         products at full float32 precision (no TF32); in float64 it equals the numba kernel to
         rounding (``tests/test_jax_backend.py``). ``None``: the default of the calling context,
-        ``"numba"`` unless :func:`mixlinreg.use_backend` says otherwise. Both backends share this
+        ``"numba"`` unless :func:`mixlinreg.use_kernel` says otherwise. Both kernels share this
         function's validation, so bad input gets the same error from either.
+    backend : {None, "numba", "jax"}, default None
+        The former name of ``kernel`` (a ``FutureWarning`` says so; giving both is an error).
 
     shared : None, bool array (d,) or sequence of ints, optional
         Weight sharing (Section 4.3 of the long version, 4.1 of the NeurIPS version): the
@@ -297,10 +300,16 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
     NeurIPS 2020 / IEEE Trans. Inf. Theory 2022: Algorithm 2 (IFCA) and Section 5 (resampling).
     """
-    backend = resolve_backend(backend)
-    if backend == "jax":
-        check_jax_method(method, "backend='jax'")
-        method = "data"  # the JAX backend computes the direct path
+    if backend is not None:
+        if kernel is not None:
+            raise ValueError(f"give kernel= only (backend= is its former name), got kernel="
+                             f"{kernel!r} and backend={backend!r}")
+        renamed("ifca(backend=...)", "ifca(kernel=...)")
+        kernel = backend
+    kernel = resolve_kernel(kernel)
+    if kernel == "jax":
+        check_jax_method(method, "kernel='jax'")
+        method = "data"  # the JAX kernel computes the direct path
     prob = _Problem.of(X, y, init, lr, n_iter=n_iter, loss=loss, l2=l2, huber_delta=huber_delta,
                        averaging=averaging, local_steps=local_steps, resample=resample,
                        participation=participation, y_index=y_index, theta_star=theta_star,
@@ -310,7 +319,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     n_threads = check_param("n_threads", n_threads,
                             NUMBA_NUM_THREADS=numba.config.NUMBA_NUM_THREADS)
     threads = numba.get_num_threads() if n_threads is None else n_threads
-    res = _run_jax(prob) if backend == "jax" else _run(prob, threads)
+    res = _run_jax(prob) if kernel == "jax" else _run(prob, threads)
     check_start_finite(prob, res)  # an OverflowError naming the scales, not a "divergence"
     return res
 
@@ -389,3 +398,11 @@ def _run(prob, threads):
     return IFCAResult(theta=theta, labels=res.labels, loss=res.loss, diverged=res.diverged,
                       converged=res.converged, n_iter=res.n_iter, method=prob.method,
                       trace=trace, path_stats=path_stats)
+
+
+def __getattr__(name):  # the former names of the kernel's choice, for one release
+    if name in ("BACKENDS", "current_backend"):
+        new = {"BACKENDS": "KERNELS", "current_backend": "current_kernel"}[name]
+        renamed(f"mixlinreg.ifca.{name}", f"mixlinreg.ifca.{new}")
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The JAX backend (``ifca(..., backend="jax")``) against the numba kernel and the naive reference.
+"""The JAX kernel (``ifca(..., kernel="jax")``) against the numba kernel and the naive reference.
 
 Run on JAX's CPU backend here (and on a GPU by ``experiments/gpu_check.sh``). Tolerances are the
 kernel tests' (``tests/test_kernel.py``): float64 rtol 1e-10 against both the reference and the numba
@@ -43,7 +43,7 @@ def assert_same(a, b, rtol=RTOL64):
 
 def _both(*args, **kw):
     """The same call on both backends (the numba kernel's direct path)."""
-    return ifca(*args, backend="jax", **kw), ifca(*args, backend="numba", method="data", **kw)
+    return ifca(*args, kernel="jax", **kw), ifca(*args, kernel="numba", method="data", **kw)
 
 
 # ------------------------------------------------------------------ the kernel's test configurations
@@ -164,7 +164,7 @@ def test_jax_n_iter_zero_and_estimator(make_problem):
     assert_same(*_both(X, y, init, 0.1, n_iter=0, trace=True, theta_star=ts))
     est = {}
     for backend in ("jax", "numba"):
-        with mlr.use_backend(backend):
+        with mlr.use_kernel(backend):
             est[backend] = mlr.IFCA(n_clusters=2, lr=[0.1, 0.3], n_init=3, n_iter=50, method="data"
                                     if backend == "numba" else "auto", random_state=0).fit(X, y)
     assert est["jax"].result_.method == "jax" and est["numba"].result_.method == "data"
@@ -192,10 +192,10 @@ def test_jax_bad_input_gets_the_numba_paths_error(change, words, make_problem):
     kw = {**dict(X=X, y=y, init=np.zeros((2, 2, 3)), lr=0.1), **change}
     pos = [kw.pop(name) for name in ("X", "y", "init", "lr")]
     errors = {}
-    for backend in ("numba", "jax"):
+    for kernel in ("numba", "jax"):
         with pytest.raises((ValueError, TypeError)) as info:
-            ifca(*pos, backend=backend, **kw)
-        errors[backend] = (type(info.value), str(info.value))
+            ifca(*pos, kernel=kernel, **kw)
+        errors[kernel] = (type(info.value), str(info.value))
     assert errors["jax"] == errors["numba"]
     assert words in errors["jax"][1]
 
@@ -203,20 +203,37 @@ def test_jax_bad_input_gets_the_numba_paths_error(change, words, make_problem):
 def test_jax_refuses_other_paths_and_unknown_backends(make_problem):
     X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
     for method in ("stats", "gram"):
-        with pytest.raises(ValueError, match=r"method must be one of \['auto', 'data'\] with backend='jax'"):
-            ifca(X, y, np.zeros((2, 3)), 0.1, backend="jax", method=method)
-    with pytest.raises(ValueError, match=r"backend must be one of \['jax', 'numba'\], got 'torch'"):
-        ifca(X, y, np.zeros((2, 3)), 0.1, backend="torch")
-    with pytest.raises(ValueError, match="backend must be one of"):
-        with mlr.use_backend("cuda"):
+        with pytest.raises(ValueError, match=r"method must be one of \['auto', 'data'\] with kernel='jax'"):
+            ifca(X, y, np.zeros((2, 3)), 0.1, kernel="jax", method=method)
+    with pytest.raises(ValueError, match=r"kernel must be one of \['jax', 'numba'\], got 'torch'"):
+        ifca(X, y, np.zeros((2, 3)), 0.1, kernel="torch")
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        with mlr.use_kernel("cuda"):
             pass
+
+
+def test_the_former_names_of_the_kernel_still_work_and_say_so(make_problem):
+    X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
+    init = np.zeros((2, 3))
+    new = ifca(X, y, init, 0.1, n_iter=3, kernel="numba")
+    with pytest.warns(FutureWarning, match=r"ifca\(backend=...\) is renamed ifca\(kernel=...\)"):
+        old = ifca(X, y, init, 0.1, n_iter=3, backend="numba")
+    np.testing.assert_array_equal(old.theta, new.theta)
+    with pytest.raises(ValueError, match="give kernel= only"):
+        ifca(X, y, init, 0.1, kernel="numba", backend="jax")
+    with pytest.warns(FutureWarning, match="use_backend is renamed use_kernel"):
+        with mlr.use_backend("jax"):
+            assert ifca(X, y, init, 0.1, n_iter=2).method == "jax"
+    ifca_module = sys.modules["mixlinreg.ifca"]  # the module (mixlinreg.ifca is the function)
+    with pytest.warns(FutureWarning, match="mixlinreg.ifca.BACKENDS is renamed"):
+        assert ifca_module.BACKENDS == ("numba", "jax") == ifca_module.KERNELS
 
 
 def test_missing_jax_names_the_extra(monkeypatch, make_problem):
     X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
     monkeypatch.setitem(sys.modules, "jax", None)  # "import jax" now raises ImportError
-    for call in (lambda: ifca(X, y, np.zeros((2, 3)), 0.1, backend="jax"),
-                 lambda: mlr.use_backend("jax").__enter__()):
+    for call in (lambda: ifca(X, y, np.zeros((2, 3)), 0.1, kernel="jax"),
+                 lambda: mlr.use_kernel("jax").__enter__()):
         with pytest.raises(ImportError, match=r"pip install 'mixlinreg\[jax\]'.*'mixlinreg\[gpu\]'"):
             call()
 
@@ -224,9 +241,9 @@ def test_missing_jax_names_the_extra(monkeypatch, make_problem):
 def test_jax_leaves_64_bit_mode_and_the_default_backend_as_they_were(make_problem):
     X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
     before = bool(jax.config.jax_enable_x64)
-    with mlr.use_backend("jax"):
+    with mlr.use_kernel("jax"):
         assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2).method == "jax"
-        assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2, backend="numba").method != "jax"
+        assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2, kernel="numba").method != "jax"
     assert bool(jax.config.jax_enable_x64) == before
     assert ifca(X, y, np.zeros((2, 3)), 0.1, n_iter=2).method != "jax"
 
@@ -352,7 +369,7 @@ def test_jax_calls_from_threads_keep_their_precision(make_problem):
     calls = [(np.float64,), (np.float32,)] * 4
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda c: ifca(X.astype(c[0]), y, init, 0.2, n_iter=20,
-                                           backend="jax"), calls))
+                                           kernel="jax"), calls))
     for (dt,), res in zip(calls, got):
         assert res.theta.dtype == dt and res.loss.dtype == np.float64
         _close(res.theta, want.theta, RTOL64 if dt == np.float64 else RTOL32, "theta")
@@ -372,7 +389,7 @@ def test_jax_out_of_device_memory_is_one_clear_error(monkeypatch, make_problem, 
     X, y, ts, _ = make_problem(0, 6, 10, 3, 2, "squared")
     with pytest.raises(MemoryError, match=r"ran out of memory for 1 runs of k = 2 models on \(m, n, d\) "
                                           r"= \(6, 10, 3\).*JAX_WORKERS"):
-        ifca(X, y, np.zeros((2, 3)), 0.1, backend="jax")
+        ifca(X, y, np.zeros((2, 3)), 0.1, kernel="jax")
     assert main(["reproduce", "fig2a", "--preset", "smoke", "--out", str(tmp_path), "--kernel", "jax",
                  "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

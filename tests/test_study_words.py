@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from mixlinreg.theory import studies
@@ -113,9 +115,11 @@ def test_every_words_file_belongs_to_a_study_and_parses():
         ported.append(path.stem)
         assert w.sections, path.name
     # a study whose module has words takes its title, claim and location from them, filled in
+    # (a claim may hold braces of its own, k^{3/2}: only an unfilled {name} is a mistake)
+    unfilled = re.compile(r"\{[A-Za-z_]\w*(?:[:!][^{}]*)?\}")
     for sid in studies.ids():
         study = studies.get(sid)
         if study.words is not None:
             for key in ("title", "claim", "location"):
                 value = getattr(study, key)
-                assert value and "{" not in value, (sid, key, value)
+                assert value and not unfilled.search(value), (sid, key, value)

@@ -202,7 +202,7 @@ def test_jax_backend_shares_the_same_way(loss, avg, part, make_problem, global_r
     X, y, init, lr, kw = grid_case(seed, loss, False, avg, part, make_problem)
     shared = _shared_of(seed, X.shape[2])
     init = tie_shared(init, shared)
-    res = ifca(X, y, init, lr, trace=True, shared=shared, backend="jax", **kw)
+    res = ifca(X, y, init, lr, trace=True, shared=shared, kernel="jax", **kw)
     ref = naive_ifca(X, y, init, lr, shared=shared, **_kw_for_naive(kw))
     assert res.method == "jax"
     assert_matches_naive(res, ref)

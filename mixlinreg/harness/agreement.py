@@ -206,7 +206,7 @@ def _rerun_direct(exp, unit, idx, moved, n_rows, direct, max_alone, n_threads):
     def rerun(sel, init):
         res = ifca(job.X, job.Y, init, job.lr[sel], n_iter=p["n_iter"], y_index=job.y_index[sel],
                    early_stop=p["early_stop"], tol=p["tol"], dtype=job.X.dtype, method="data",
-                   backend="numba", n_threads=n_threads)
+                   kernel="numba", n_threads=n_threads)
         D = pairwise_dist(res.theta, job.theta_star[job.y_index[sel]])
         return dist_nearest_from_matrix(D), dist_matched_from_matrix(D), res.diverged
 
@@ -265,7 +265,7 @@ def _warm_up(dtype, candidate):
         candidate, [])
     for es, meth in calls:
         ifca(X, Y, init, np.array([0.1]), n_iter=2, y_index=np.zeros(1, dtype=np.int64),
-             early_stop=es, dtype=dtype, method=meth, backend="numba")
+             early_stop=es, dtype=dtype, method=meth, kernel="numba")
 
 
 def check_agreement(exps, candidate, *, trials=None, units=None, tol=None, rel_tol=1e-3, floor=1e-3,

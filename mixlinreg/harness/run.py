@@ -52,7 +52,7 @@ def run_unit(exp, unit, n_threads=None, method="auto", kernel=None, seed_sequenc
     """Draw the unit's trial, run every cell x initialization x step size in one kernel call.
 
     ``method`` is the kernel path and ``kernel`` the backend (``"numba"`` or ``"jax"``, ``None``:
-    the context's, see :func:`mixlinreg.use_backend`) of :func:`mixlinreg.ifca`; they are choices
+    the context's, see :func:`mixlinreg.use_kernel`) of :func:`mixlinreg.ifca`; they are choices
     of how to compute, not part of the config, and every row records the path that computed it
     (``method`` ``"jax"`` for the JAX backend, whose ``versions`` name JAX and the device).
 

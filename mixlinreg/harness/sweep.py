@@ -79,8 +79,8 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     :func:`mixlinreg.ifca` (``"auto"``: the certified-Gram path where it applies); every row
     records the path that computed it, and ``mixlinreg check-agreement --candidate gram`` measures
     that the paths agree.
-    ``kernel`` is :func:`mixlinreg.ifca`'s backend (``"numba"``, ``"jax"``; ``None``: the context's,
-    see :func:`mixlinreg.use_backend`): with ``"jax"`` the units run in this process on JAX's
+    ``kernel`` is :func:`mixlinreg.ifca`'s kernel (``"numba"``, ``"jax"``; ``None``: the context's,
+    see :func:`mixlinreg.use_kernel`): with ``"jax"`` the units run in this process on JAX's
     device (``n_jobs`` must be 1: worker processes would each claim the GPU's memory), on a GPU
     several at once in threads (``_numerics.JAX_WORKERS``), or on the Dask cluster's workers.
 
@@ -92,9 +92,9 @@ def run_experiment(exp, out_dir="results", *, n_jobs=1, backend="loky", schedule
     """
     progress = check_bool("progress", progress)
     n_jobs = check_backend(n_jobs, backend)
-    from ..backends import check_jax_method, resolve_backend
+    from .._kernel_choice import check_jax_method, resolve_kernel
 
-    kernel = resolve_backend(kernel)
+    kernel = resolve_kernel(kernel)
     workers = 1
     if kernel == "jax":
         from .._jax import import_jax

@@ -576,7 +576,7 @@ _SHARED_MEMO = {}
 def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequence):
     """One unit of a study, for the runner: ``study.compute`` with the unit's generator and
     ``shared(name, fn)`` (rows several units need, computed once through the same store)."""
-    from ..backends import use_backend
+    from .._kernel_choice import use_kernel
 
     counts = {"shared_computed": 0, "shared_resumed": 0}
 
@@ -602,7 +602,7 @@ def _study_unit(study, params, seed, folder, tag, specs, kernel, unit, seed_sequ
         counts["shared_computed" if computed else "shared_resumed"] += 1
         return df
 
-    with use_backend(kernel):
+    with use_kernel(kernel):
         rows = study.compute(specs[unit], params, np.random.default_rng(seed_sequence), shared)
     return rows, counts
 
@@ -612,7 +612,7 @@ def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
     seeded by ``SeedSequence(seed, spawn_key=(crc32(ID), crc32(unit name)))``, stored under
     ``<store>/<ID>-<preset>-<hash of ID, preset, seed and params>``. A study that reads a Figure 2
     store raises :class:`MissingInput` from ``study.units`` when it is absent."""
-    from ..backends import current_backend
+    from .._kernel_choice import current_kernel
     from ..runner import Workload, store_key
 
     units = list(study.units(params))
@@ -629,7 +629,7 @@ def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
     folder = None if store is None else Path(store) / folder_name
     return Workload(name=study.id, preset=preset, key=key, units=tuple(names),
                     compute=partial(_study_unit, study, params, int(seed), folder, tag,
-                                    dict(units), kernel or current_backend()),
+                                    dict(units), kernel or current_kernel()),
                     seed=int(seed), pin_blas=False)
 
 
