@@ -51,7 +51,11 @@ from scipy import stats as sps
 from ...config import Spec
 from ...digits import N_IMAGES, make_rotated_digits, run_methods
 from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, wilson_interval
-from ..study import Decision, Study, Verdict, combine, sensitivity_line, with_margin
+from ..study import Decision, Study, Verdict, combine, with_margin
+from ..words import sensitivity_lines, words
+
+#: the study's prose: tab1.md beside this module
+WORDS = words(__file__)
 
 METHODS = ("ifca", "global", "local")
 _POS = dict(low=0, open="low")
@@ -93,15 +97,17 @@ SCHEMA = {
         "cifar_rounds_to_identify": Spec("float", low=0),
     },
 }
-#: the margins with neighbours, and the words of their sensitivity lines
 #: the paired differences measured per column; the claim ("better than the two baselines") is
 #: judged on the first two, the table's baseline order is reported
 DIFFS = ("d_ifca_global", "d_ifca_local", "d_global_local")
 CLAIM_DIFFS = DIFFS[:2]
 
-MARGINS = {"order_margin": "ordering margin (a)", "confidence": "confidence (a, b)",
-           "rate_target": "identification rate target (b)",
-           "rate_floor": "identification rate floor (b)"}
+#: the margins with neighbours (in the record's order), and the words of their sensitivity lines
+MARGINS = WORDS.labels("sensitivity")
+#: Table 1's row of the rounds to identify every cluster
+ROUNDS = WORDS.text("table1.rounds")
+#: a cell of Table 1 with nothing in it
+_NONE = "-"
 
 
 # ------------------------------------------------------------------------------ units
@@ -238,16 +244,11 @@ _at = with_margin  # params with one margin moved (study.with_margin)
 
 def sensitivity(measurements, params):
     """The study's verdict at every margin's neighbours (one line per margin)."""
-    mg = params["margins"]
-    return [sensitivity_line(words, mg[key],
-                             lambda v, key=key: decide(measurements, _at(params, key, v)).verdict,
-                             mg[f"{key}_neighbours"]) for key, words in MARGINS.items()]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(measurements, q).verdict)
 
 
 def _label(col, c):
-    if c["dataset"] == "mnist":
-        return f"Rotated-MNIST analogue, n = {c['n']} (m = {c['m']})"
-    return f"Rotated-CIFAR analogue, n = {c['n']} (m = {c['m']})"
+    return WORDS.text(f"label.{c['dataset']}", n=c["n"], m=c["m"])
 
 
 def scope_line(decision, cols):
@@ -255,16 +256,17 @@ def scope_line(decision, cols):
     parts = []
     for col, v in decision.numbers["columns"].items():
         why = []
-        if v["parts"]["d_ifca_global"] != HOLDS:
-            why.append(f"IFCA > global {v['parts']['d_ifca_global']}")
-        if v["parts"]["d_ifca_local"] != HOLDS:
-            why.append(f"IFCA > local {v['parts']['d_ifca_local']}")
+        for key, words_ in (("d_ifca_global", "scope.ifca global"),
+                            ("d_ifca_local", "scope.ifca local")):
+            if v["parts"][key] != HOLDS:
+                why.append(WORDS.text(words_, verdict=v["parts"][key]))
         if v["b"] != HOLDS:
-            why.append(f"identification {v['b']}")
+            why.append(WORDS.text("scope.identification", verdict=v["b"]))
         if v["parts"]["d_global_local"] != HOLDS:  # the table's order, not the claim
-            why.append(f"not judged: the table's global > local {v['parts']['d_global_local']}")
-        parts.append(f"{v['verdict']} for n = {cols[col]['n']} ({cols[col]['dataset'].upper()}-like)"
-                     + (f" ({'; '.join(why)})" if why else ""))
+            why.append(WORDS.text("scope.global local", verdict=v["parts"]["d_global_local"]))
+        part = WORDS.text("scope.column", verdict=v["verdict"], n=cols[col]["n"],
+                          dataset=cols[col]["dataset"].upper())
+        parts.append(part + (" " + WORDS.text("scope.why", why="; ".join(why)) if why else ""))
     return "; ".join(parts)
 
 
@@ -283,7 +285,8 @@ def _paper(ref, c, method):
 
 def _pct(values):
     v = 100 * np.asarray(values, dtype=float)
-    return f"{v.mean():.2f} ± {v.std(ddof=1):.2f}" if v.size > 1 else f"{v.mean():.2f}"
+    return (WORDS.text("mean sd", mean=v.mean(), sd=v.std(ddof=1)) if v.size > 1 else
+            WORDS.text("mean sd.one", mean=v.mean()))
 
 
 def table1(ms, params, cols):
@@ -297,48 +300,51 @@ def table1(ms, params, cols):
             pap = _paper(ref, c, method)
             rows.append({"column": col, "m": c["m"], "n": c["n"], "k": c["k"], "method": method,
                          "accuracy": _pct(m["acc"][method]),
-                         "paper": f"{pap[0]:.2f} ± {pap[1]:.2f}" if pap else "-",
-                         "paper_m_n": _paper_m_n(ref, c) if pap else "-"})
+                         "paper": WORDS.text("mean sd", mean=pap[0], sd=pap[1]) if pap else _NONE,
+                         "paper_m_n": _paper_m_n(ref, c) if pap else _NONE})
         first = np.asarray(m["first"], dtype=float)
         done = first[np.isfinite(first)]
         rows.append({"column": col, "m": c["m"], "n": c["n"], "k": c["k"],
-                     "method": "rounds to identify (IFCA)",
-                     "accuracy": (f"median {np.median(done):g} [{done.min():g}, {done.max():g}], "
-                                  f"{done.size}/{first.size} seeds" if done.size else
-                                  f"never, 0/{first.size} seeds"),
-                     "paper": f"~{ref[c['dataset'] + '_rounds_to_identify']:g} (Figure 4)",
-                     "paper_m_n": "-"})
+                     "method": ROUNDS,
+                     "accuracy": (WORDS.text("table1.rounds measured", median=np.median(done),
+                                             low=done.min(), high=done.max(), done=done.size,
+                                             seeds=first.size) if done.size else
+                                  WORDS.text("table1.rounds never", seeds=first.size)),
+                     "paper": WORDS.text("table1.rounds paper",
+                                         rounds=ref[c["dataset"] + "_rounds_to_identify"]),
+                     "paper_m_n": _NONE})
     return pd.DataFrame(rows)
 
 
 def _paper_m_n(ref, c):
     """The paper's ``(m, n)`` of a column (Table 1's header, from the config's reference)."""
     if c["dataset"] == "cifar":
-        return f"({ref['cifar_m']}, {ref['cifar_n']})"
-    return f"({ref['mnist_m'][ref['mnist_n'].index(c['n'])]}, {c['n']})"
+        return WORDS.text("table1.m n", m=ref["cifar_m"], n=ref["cifar_n"])
+    return WORDS.text("table1.m n", m=ref["mnist_m"][ref["mnist_n"].index(c["n"])], n=c["n"])
 
 
 def _numbers(t1, decision, ms, cols, params):
     """The record's numbers: Table 1 beside the paper's, then the claims' rows per column."""
     rows = [{"column": r["column"], "row": r["method"], "measured": r["accuracy"],
-             "paper": r["paper"] + (f" at (m, n) = {r['paper_m_n']}" if r["paper_m_n"] != "-"
-                                    else ""), "verdict": ""} for _, r in t1.iterrows()]
+             "paper": r["paper"] + (" " + WORDS.text("numbers.at", m_n=r["paper_m_n"])
+                                    if r["paper_m_n"] != _NONE else ""), "verdict": ""}
+            for _, r in t1.iterrows()]
     mg = decision.numbers
     for col, v in mg["columns"].items():
         k, n = v["identified"]
-        for key, words in (("d_ifca_global", "(a) IFCA - global"),
-                           ("d_ifca_local", "(a) IFCA - local"),
-                           ("d_global_local", "global - local (the table's order, not judged)")):
+        for key in DIFFS:
             f = v["fits"][key]
-            rows.append({"column": col, "row": words + " (points, paired over seeds)",
-                         "measured": f"{100 * f.est:.2f} [{100 * f.lo:.2f}, {100 * f.hi:.2f}]",
-                         "paper": f"> 0 (lo > {100 * mg['order_margin']:g} points)",
+            rows.append({"column": col, "row": WORDS.text(f"numbers.{key}"),
+                         "measured": WORDS.text("numbers.difference", est=100 * f.est,
+                                                lo=100 * f.lo, hi=100 * f.hi),
+                         "paper": WORDS.text("numbers.difference paper",
+                                             margin=100 * mg["order_margin"]),
                          "verdict": v["parts"][key] if key in CLAIM_DIFFS else ""})
-        rows.append({"column": col, "row": "(b) seeds with every cluster identified at the end",
-                     "measured": f"{k}/{n}, Wilson [{v['identified_lo']:.2f}, "
-                                 f"{v['identified_hi']:.2f}]",
-                     "paper": f"all clusters (lo >= {mg['rate_target']:g}; hi < "
-                              f"{mg['rate_floor']:g} not supported)", "verdict": v["b"]})
+        rows.append({"column": col, "row": WORDS.text("numbers.identified"),
+                     "measured": WORDS.text("numbers.identified measured", k=k, n=n,
+                                            lo=v["identified_lo"], hi=v["identified_hi"]),
+                     "paper": WORDS.text("numbers.identified paper", target=mg["rate_target"],
+                                         floor=mg["rate_floor"]), "verdict": v["b"]})
     return pd.DataFrame(rows)
 
 
@@ -346,35 +352,13 @@ def _caveats(table, params, cols):
     p = params["params"]
     meth = table[table["kind"] == "method"]
     div = int(meth.loc[meth["method"] == "ifca", "diverged"].sum())
-    return [
-        "Analogue, not the paper's data or models: scikit-learn's 1797 8 x 8 digits (N = "
-        f"{p['n_train']} train images per rotation instead of MNIST's 60000 and CIFAR-10's 50000) "
-        "and a linear softmax model (l2 = " f"{p['l2']:g}) instead of a one-hidden-layer network "
-        "(MNIST) and a CNN with data augmentation (CIFAR); the 'CIFAR' column is digits rotated by "
-        "0 and 180 degrees with the CIFAR column's protocol. The absolute accuracies and rounds "
-        "to identify are not comparable with the paper's; only IFCA's lead and the "
-        "identification are checked.",
-        "m n = k N is kept, at the paper's n for the MNIST columns (so m = "
-        + ", ".join(str(c["m"]) for c in cols.values() if c["dataset"] == "mnist")
-        + " instead of the paper's " + ", ".join(str(v) for v in params["reference"]["mnist_m"])
-        + ": each machine holds a larger share of the data) and at "
-        f"the paper's m = {params['reference']['cifar_m']} for the CIFAR column (n = 2 N / m).",
-        "Local steps are full-batch gradient steps (the paper's CIFAR column: batch size 50); the "
-        f"step {p['lr']:g} (the paper: 0.1 for its network) and the rounds (MNIST "
-        f"{p['mnist_rounds']}, CIFAR {p['cifar_rounds']}; the paper states none) are the "
-        "analogue's, fixed before the runs. Local runs rounds x tau steps with the same decay "
-        "per round, every machine every round.",
-        "A linear model cannot serve four rotations of the digits with one set of weights as a "
-        "network can, so the global model's handicap is larger here than in the paper, and local "
-        "models trained on n images of one rotation gain as n grows: the table's global > local "
-        "order is measured under that handicap and reported, not judged (the claim is IFCA above "
-        "each baseline).",
-        "Rule (a) first also required global > local (the table's order); after the quick run "
-        "showed local above global at n = 200 it was set to the claim's words (IFCA above each "
-        "baseline) and global - local became a reported number. Margins were not changed.",
-        f"IFCA: {p['n_init']} restarts, the one of lowest training loss kept; {div} kept runs "
-        "diverged.",
-    ]
+    return WORDS.items(
+        "caveats", n_train=p["n_train"], l2=p["l2"],
+        mnist_m=", ".join(str(c["m"]) for c in cols.values() if c["dataset"] == "mnist"),
+        paper_mnist_m=", ".join(str(v) for v in params["reference"]["mnist_m"]),
+        paper_cifar_m=params["reference"]["cifar_m"], lr=p["lr"],
+        mnist_rounds=p["mnist_rounds"], cifar_rounds=p["cifar_rounds"], n_init=p["n_init"],
+        diverged=div)
 
 
 def analyze(table, params, rng):
@@ -388,20 +372,16 @@ def analyze(table, params, rng):
         f1, f2 = v["fits"]["d_ifca_global"], v["fits"]["d_ifca_local"]
         f3 = v["fits"]["d_global_local"]
         k, n = v["identified"]
-        parts.append(
-            f"{_label(col, cols[col])}: IFCA {r.loc['ifca', 'accuracy']} %, global "
-            f"{r.loc['global', 'accuracy']} %, local {r.loc['local', 'accuracy']} % (paper: "
-            f"{r.loc['ifca', 'paper']}, {r.loc['global', 'paper']}, {r.loc['local', 'paper']}); "
-            f"IFCA - global {100 * f1.est:.2f} [{100 * f1.lo:.2f}, {100 * f1.hi:.2f}] points, "
-            f"IFCA - local {100 * f2.est:.2f} [{100 * f2.lo:.2f}, {100 * f2.hi:.2f}] -> (a) "
-            f"{v['a']} (global - local {100 * f3.est:.2f} [{100 * f3.lo:.2f}, {100 * f3.hi:.2f}],"
-            f" not judged); all clusters identified at the last round in {k}/{n} seeds, rounds to "
-            f"identify {r.loc['rounds to identify (IFCA)', 'accuracy']} (paper "
-            f"{r.loc['rounds to identify (IFCA)', 'paper']}) -> (b) {v['b']}")
-    summary = ("Table 1's protocol on rotated 8 x 8 digits (an analogue: not comparable in "
-               "absolute terms), test accuracy mean ± sd over "
-               f"{params['params']['seeds']} seeds, paired intervals at "
-               f"{params['margins']['confidence']:g}. " + ". ".join(parts) + ".")
+        parts.append(WORDS.text(
+            "summary.column", label=_label(col, cols[col]), ifca=r.loc["ifca", "accuracy"],
+            global_=r.loc["global", "accuracy"], local=r.loc["local", "accuracy"],
+            ifca_paper=r.loc["ifca", "paper"], global_paper=r.loc["global", "paper"],
+            local_paper=r.loc["local", "paper"], ig=100 * f1.est, ig_lo=100 * f1.lo,
+            ig_hi=100 * f1.hi, il=100 * f2.est, il_lo=100 * f2.lo, il_hi=100 * f2.hi, a=v["a"],
+            gl=100 * f3.est, gl_lo=100 * f3.lo, gl_hi=100 * f3.hi, k=k, n=n,
+            rounds=r.loc[ROUNDS, "accuracy"], rounds_paper=r.loc[ROUNDS, "paper"], b=v["b"]))
+    summary = WORDS.text("summary", seeds=params["params"]["seeds"],
+                         confidence=params["margins"]["confidence"], columns=". ".join(parts))
     return Verdict(decision.verdict, _numbers(t1, decision, ms, cols, params), summary,
                    caveats=_caveats(table, params, cols), sensitivity=sensitivity(ms, params),
                    tables={"_table1.csv": t1}, scope=scope_line(decision, cols))
@@ -456,15 +436,5 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="TAB1", order=110, paper="IFCA",
-    title="Table 1: IFCA beats the global and local models; Figure 4: clusters identified",
-    claim=("On Rotated MNIST (k = 4; (m, n) = (4800, 50), (2400, 100), (1200, 200)) and Rotated "
-           "CIFAR (k = 2; (200, 500)), IFCA with model averaging 'performs better than the two "
-           "baselines' (Table 1: IFCA 94.20-95.25% and 81.51%, global model 86.74-89.73% and "
-           "77.87%, local model 63.32-80.05% and 33.97%), and 'the algorithm identifies all the "
-           "clusters after a relatively small number of communication rounds (around 30 for "
-           "Rotated MNIST and 10 for Rotated CIFAR)'."),
-    location=("Section 6.2 (Rotated MNIST and CIFAR), Table 1 and Figure 4 of the long version; "
-              "Section 6.2 and Table 1 of the NeurIPS version (which has no Figure 4: the "
-              "cluster-identity curves are in the long version only)"),
+    id="TAB1", order=110, paper="IFCA", words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, decide=decide)
