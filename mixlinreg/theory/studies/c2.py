@@ -31,7 +31,11 @@ from .. import bounds
 from ..study import CAVEAT, HOLDS, combine
 from ..convex import (D, K, LOSS_SETUPS, c2_verdicts, constants_piece, draw_cluster_data,
                       init_at_distance, log_allowance, nnls_rate, theta_star_of)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: c2.md beside this module
+WORDS = words(__file__)
 
 SCHEMA = {
     "params": {
@@ -256,18 +260,10 @@ def _fits_table(fits):
 
 
 def analyze(table, params, rng):
-    p, mg = params["params"], params["margins"]
-    amult, lfrac = mg["allowance_mult"], mg["loose_frac"]
+    p = params["params"]
     fits = _fit(table, p, rng)
     decision = decide(fits, params)
-    sens = [
-        sensitivity_line("log allowance multiple", amult,
-                         lambda v: decide(fits, _margins(v, lfrac)).verdict,
-                         mg["allowance_mult_neighbours"]),
-        sensitivity_line("1/n' looseness fraction", lfrac,
-                         lambda v: decide(fits, _margins(amult, v)).verdict,
-                         mg["loose_frac_neighbours"]),
-    ]
+    sens = sensitivity_lines(WORDS, params, lambda q, key: decide(fits, q).verdict)
     return Verdict(decision.verdict, _numbers(fits, p, decision), _summary(fits, p, decision),
                    caveats=_caveats(table, fits, p), sensitivity=sens,
                    tables={"_fits.csv": _fits_table(fits)})
@@ -301,31 +297,27 @@ def _summary(fits, p, decision):
     loose = [loss for loss, is_loose in decision.numbers["loose"].items() if is_loose]
     parts_txt = []
     for loss, f in fits.items():
-        ms = ", ".join(f"{f['m_slopes'][nf].fmt(2)} at n' = {nf}" for nf in p["n_fixed"])
-        cross = (f"the fitted 1/n' term is the larger for n' < {f['crossover']:.3g} at "
-                 f"m = {p['m0']}" if np.isfinite(f["crossover"]) and f["b"].est > 0
-                 else "no 1/n' term is fitted (b = 0)")
-        dom = ", ".join(f"(m={a}, n'={b})" for a, b in f["excess_dominates"]) or "no cell"
-        cross += f"; measured excess over the oracle larger than the oracle's error in {dom}"
-        parts_txt.append(
-            f"{loss}: n'-slope {f['n_slope'].fmt(2)} (oracle {f['n_slope_oracle'].fmt(2)}), "
-            f"m-slopes {ms}; NNLS a = {f['a'].est:.3g}, b = {f['b'].est:.3g}: {cross}; IFCA/oracle "
-            f"{f['ratio_small'].est:.2f} at n' = {f['n_small']} and {f['ratio_large'].est:.3f} at "
-            f"n' = {f['n_large']}")
-    allow_txt = ", ".join(f"{l}: {decision.numbers['losses'][l]['allowance']:.3f}" for l in fits)
-    mult_txt = "" if amult == 1 else f"{amult:g} x "
-    summary = ("Rules: n'-slope <= -1/2 and m-slope <= 0, each plus the log(mn') allowance "
-               f"{mult_txt}1/log(min mn') ({allow_txt}). " + ". ".join(parts_txt) + ".")
-    if loose:
-        summary += (" The bound's 1/n term is looser than measured for "
-                    f"{', '.join(loose)}: at the largest n' the IFCA - oracle excess is below "
-                    f"{lfrac:g} x the fitted b/n' (or no 1/n' term is fitted), i.e. the "
-                    "misclassification term decays faster than 1/n'.")
-    return summary + (
-        " The rule is weak: the bound's constants and log factors are free, so any "
-        "n'-slope at or below -1/2 and any m-slope at or below 0 passes (an error that "
-        "does not improve with m at all still holds), and only an error decaying slower "
-        "than n'^(-1/2) or growing with m could contradict it.")
+        ms = ", ".join(WORDS.text("m-slope", slope=f["m_slopes"][nf].fmt(2), n_fixed=nf)
+                       for nf in p["n_fixed"])
+        cross = (WORDS.text("crossover", crossover=f["crossover"], m0=p["m0"])
+                 if np.isfinite(f["crossover"]) and f["b"].est > 0
+                 else WORDS.text("crossover.none"))
+        dom = (", ".join(WORDS.text("cell", m=a, n_prime=b) for a, b in f["excess_dominates"])
+               or WORDS.text("cell.none"))
+        parts_txt.append(WORDS.text(
+            "loss", loss=loss, n_slope=f["n_slope"].fmt(2),
+            n_slope_oracle=f["n_slope_oracle"].fmt(2), m_slopes=ms, a=f["a"].est, b=f["b"].est,
+            crossover=cross, cells=dom,
+            ratio_small=f["ratio_small"].est, n_small=f["n_small"],
+            ratio_large=f["ratio_large"].est, n_large=f["n_large"]))
+    allow_txt = ", ".join(WORDS.text("allowance", loss=l,
+                                     allowance=decision.numbers["losses"][l]["allowance"])
+                          for l in fits)
+    mult_txt = "" if amult == 1 else WORDS.text("allowance multiple", mult=amult) + " "
+    loose_txt = (" " + WORDS.text("summary.loose", losses=", ".join(loose), loose_frac=lfrac)
+                 if loose else "")
+    return WORDS.text("summary", mult=mult_txt, allowances=allow_txt, losses=". ".join(parts_txt),
+                      loose=loose_txt)
 
 
 def _caveats(table, fits, p):
@@ -338,21 +330,10 @@ def _caveats(table, fits, p):
                                                     eps=float(table[table["loss"] == l]
                                                               ["err_ifca"].median())))
              for l in losses}
-    tcor_txt = ", ".join(f"{l}: {t_cor[l]:.0f}" for l in losses)
-    plat_txt = ", ".join(f"{l}: {fits[l]['plateau']:.2f}" for l in losses)
-    return [
-        f"T = {T} iterations (n = 2 n' T) instead of Corollary 2's T = (8L/(p lambda)) "
-        f"log(2 Delta/eps) ({tcor_txt} at the median error): the measured contraction is much "
-        "faster than the bound's; the median ratio of the mean error over the last 5 iterates "
-        f"to the 5 before is {plat_txt} (about 1: plateau reached).",
-        "Constants, O~ factors and the failure probability delta of the corollary are unknown; "
-        "only the shape in m and n' is checked (slopes), with the NNLS fit describing the terms.",
-        "The oracle runs the same resampled gradient iterations with the true partition (step "
-        "p_j/L on its cluster's machines = IFCA's update with correct labels); where no machine is "
-        "misclassified the two coincide exactly.",
-        "Errors are to the Monte Carlo population minimizers; their error (one-dimensional root "
-        "search) is far below the smallest measured error.",
-    ]
+    tcor_txt = ", ".join(WORDS.text("caveats.iterations", loss=l, T=t_cor[l]) for l in losses)
+    plat_txt = ", ".join(WORDS.text("caveats.plateau", loss=l, ratio=fits[l]["plateau"])
+                         for l in losses)
+    return WORDS.items("caveats", T=T, iterations=tcor_txt, plateaus=plat_txt)
 
 
 # ------------------------------------------------------------------------------ figure
@@ -412,14 +393,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="C2", order=60,
-    title="Corollary 2: error O~(1/sqrt(mn) + 1/n)",
-    claim=("After T = (8L/(p lambda)) log(2 Delta/eps) iterations of resampled IFCA with step "
-           "1/L, every ||theta_hat_j - theta*_j|| <= eps with eps = O~(1/sqrt(m n) + 1/n) in m "
-           "and n (n and n' equal up to logs)."),
-    location=("Corollary 2, Section 5.2 of the long version (proof in Appendix D; the rate "
-              "O~(1/sqrt(mn) + 1/n) in the discussion after it); Theorem 2, Section 5.2 of the "
-              "NeurIPS version (proof in its Appendix B), with T = (8L/(p lambda)) "
-              "log(Delta/(2 eps)) and the same rate in the discussion after it"),
+    id="C2", order=60, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
