@@ -34,11 +34,15 @@ from scipy import special
 from ...config import Spec
 from ...stats import Fit, _ols_slope, verdict_equal, wilson_interval
 from .. import bounds
-from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import CAVEAT, HOLDS, NOT_SUPPORTED, combine
 from ..lemma1 import (PLACEMENTS, chernoff_exponent, form_edge_verdicts, form_edges,
                       mc_agreement_verdict, mc_allowed_outside, misclassification_probability,
                       placement, simulate_misclassification, worst_placement)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: l1.md beside this module
+WORDS = words(__file__)
 
 _POS = dict(low=0, open="low")
 SCHEMA = {
@@ -408,77 +412,37 @@ def _summary(m, d, mg, configs):
     # worst angles at the points of part 1
     worst_cfg = curves[(curves["part"] == "curve") & (curves["placement"] == "worst")] \
         .groupby("config")[["phi1", "phi2", "psi", "E"]].first()
-    angle_txt = "".join(
-        f" Worst placement at alpha = {configs[ci][0]:g}, rho = {configs[ci][1]:g}: own "
-        f"displacement at phi1 = {np.degrees(wc['phi1']):.1f} deg from the direction of the other "
-        f"center, other displacement at phi2 = {np.degrees(wc['phi2']):.1f} deg"
-        + (f" (azimuth psi = {np.degrees(wc['psi']):.1f} deg)" if np.sin(wc["phi2"]) > 1e-6 else "")
-        + f", E = {wc['E']:.4g}."
-        for ci, wc in worst_cfg.iterrows())
-    v_txt = {HOLDS: "holds", CAVEAT: "holds but is loose", NOT_SUPPORTED: "is not supported",
-             INCONCLUSIVE: "is undecided"}[n["verdict_form"]]
-    return (
-        f"Exact P = F(n',n').cdf(|lam1|/lam2) agrees with Monte Carlo machines ({n['n_outside']} "
-        f"of {n['n_compared']} exact values outside the {100 * mg['mc_level']:g}% Wilson "
-        f"intervals, <= {n['allowed_outside']} allowed), and the Chernoff bound P <= exp(-n' E) "
-        f"holds at every computed point (max log P + n'E = {m['chern_gap']:.3g}), so c1 = 1 "
-        f"works. The slope of log P vs n' at large n' matches -E (ratios "
-        f"{rates['ratio'].min():.4f}..{rates['ratio'].max():.4f}). Over alpha in "
-        f"[{alphas[0]:g}, {alphas[-1]:g}] x rho in [{rhos[0]:g}, {rhos[-1]:g}] the "
-        f"worst-placement exponent satisfies E_worst >= c2 (alpha rho/(rho+1))^2 with c2 = "
-        f"{c2:.3g} (at alpha = {argmin[0]:.3g}, rho = {argmin[1]:.3g}); the min ratio's "
-        f"edge slopes are {ea.est:.3f} (alpha->0), {er0.est:.3f} (rho->0), {eri.est:.3f} "
-        f"(rho->inf), so the lemma's shape {v_txt}. E_worst ~ alpha^{k_alpha.est:.2f} at small "
-        f"alpha (form: 2), ~ rho^{k_rho.est:.2f} at small rho (form: 2) and ~ rho^{k_inf.est:.2f} "
-        f"at large rho (form: 0): at rho = {rhos[0]:g} the true worst exponent is >= "
-        f"{loose_small:.3g} times c2 * form, and the ratio varies by a factor "
-        f"{form['spread']:.3g} over the grid."
-        + angle_txt
-    )
+    angles = [WORDS.text(
+        "worst placement", alpha=configs[ci][0], rho=configs[ci][1],
+        phi1=np.degrees(wc["phi1"]), phi2=np.degrees(wc["phi2"]), E=wc["E"],
+        azimuth=(" " + WORDS.text("azimuth", psi=np.degrees(wc["psi"]))
+                 if np.sin(wc["phi2"]) > 1e-6 else ""))
+        for ci, wc in worst_cfg.iterrows()]
+    return " ".join([WORDS.text(
+        "summary", n_outside=n["n_outside"], n_compared=n["n_compared"],
+        mc_level_pct=100 * mg["mc_level"], allowed_outside=n["allowed_outside"],
+        chern_gap=m["chern_gap"], ratio_min=rates["ratio"].min(), ratio_max=rates["ratio"].max(),
+        alpha_lo=alphas[0], alpha_hi=alphas[-1], rho_lo=rhos[0], rho_hi=rhos[-1], c2=c2,
+        argmin_alpha=argmin[0], argmin_rho=argmin[1], edge_alpha=ea.est, edge_rho0=er0.est,
+        edge_rhoinf=eri.est, shape=WORDS.text(f"shape.{n['verdict_form']}"),
+        k_alpha=k_alpha.est, k_rho=k_rho.est, k_inf=k_inf.est, loose_small=loose_small,
+        spread=form["spread"])] + angles)
 
 
 def _caveats(m, mg, configs):
     col_closed, col_p_diff = _collinear_details(m, configs)
-    return [
-        "Exact for the lemma's model only: squared loss, x ~ N(0, I_d), Gaussian noise, one "
-        "competing model (the union bound over k - 1 others adds a factor k - 1 to c1).",
-        "The grid is finite: 'no universal c2' or 'bounded' is read from the local slopes at its "
-        f"edges (tolerance {mg['tol']}), not proven for alpha -> 0 or rho -> 0/inf.",
-        "The worst placement is found numerically (3 angles, grid then L-BFGS-B) with both models "
-        "exactly at distance (1/2 - alpha) Delta; letting the distances shrink was also searched "
-        f"(min E_interior / E_worst = {m['int_ratio']:.6f}).",
-        f"The collinear placement's E is independent of alpha (max relative spread "
-        f"{m['col_spread']:.2g}, max relative difference to (1/2) log(1 + rho/4): "
-        f"{col_closed:.2g}; exact log P of two configs with the same rho differ by at most "
-        f"{col_p_diff:.2g}).",
-        "Interpretation (not a computed number): the proof bounds the two empirical losses "
-        "separately (eq. 13), ignoring that they share x and the noise; the shared noise is what "
-        "makes the true exponent ~ alpha^2 rho rather than alpha^2 rho^2 at small rho.",
-    ]
+    return WORDS.items("caveats", tol=mg["tol"], int_ratio=m["int_ratio"],
+                       col_spread=m["col_spread"], col_closed=col_closed, col_p_diff=col_p_diff)
 
 
-_SENSITIVITY = (
-    ("tol", "edge-slope tolerance tol"),
-    ("rate_margin", "rate margin around -slope/E = 1"),
-    ("mc_level", "Monte Carlo interval level"),
-    ("mc_quantile", "allowed misses: Binomial quantile"),
-    ("chernoff_tol", "Chernoff bound tolerance"),
-    ("worst_tol", "worst below the named placements, tolerance"),
-    ("interior_tol", "interior search tolerance"),
-    ("collinear_tol", "collinear alpha-independence tolerance (a row's verdict, not combined)"),
-)
+#: the margins and the words of their sensitivity lines (all re-read the same measurements)
+_SENSITIVITY = tuple(WORDS.labels().items())
 
 
 def sensitivity(m, params):
     """The sensitivity lines: :func:`decide` on the same measurements with one margin moved to
     each of its neighbours."""
-    mg = params["margins"]
-
-    def at(key):
-        return lambda v: decide(m, {**params, "margins": {**mg, key: v}}).verdict
-
-    return [sensitivity_line(what, mg[key], at(key), mg[f"{key}_neighbours"])
-            for key, what in _SENSITIVITY]
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(m, q).verdict)
 
 
 def analyze(table, params, rng):
@@ -573,15 +537,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="L1", order=10,
-    title="Lemma 1: misclassification probability",
-    claim=("If every model is within (1/2 - alpha) Delta of its truth, a machine of cluster j is "
-           "put in cluster j' with probability <= c1 exp(-c2 n' (alpha rho/(rho+1))^2), "
-           "rho = Delta^2/sigma^2."),
-    location=("Lemma 1 in Appendix A of the long version (the proof of Theorem 1; the lemma's own "
-              "proof in Appendix A.1), used for Theorem 1, Section 5.1; the NeurIPS version's main "
-              "text has no Lemma 1 (its appendix, in the supplementary material, is not in the "
-              "copy checked): its Theorem 1 (Section 5.1) carries the same misclassification term "
-              "with alpha fixed, c3 exp(-c4 (rho/(rho+1))^2 n')"),
+    id="L1", order=10, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
