@@ -37,10 +37,14 @@ import pandas as pd
 from ...config import Spec
 from ...stats import Fit, bootstrap, linear_slope, loglog_slope, verdict_at_most, verdict_equal
 from .. import bounds
-from ..study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, combine
+from ..study import combine
 from ..linear import (cluster_labels, exponent_verdict, linear_data, oracle_rms, oracle_theta,
                       p_exponent_verdict, simplex_centers, stationary_rms)
-from ..study import Decision, Study, Verdict, sensitivity_line
+from ..study import Decision, Study, Verdict
+from ..words import sensitivity_lines, words
+
+#: the study's prose: c1.md beside this module
+WORDS = words(__file__)
 
 FACTORS = ("sigma", "d", "m", "n_prime", "p")
 _LEVELS = {"sigma": "sigma_levels", "d": "d_levels", "m": "m_levels",
@@ -250,18 +254,19 @@ def _info_rows(m, table, p, rng):
         n_prime=units_df["n_prime"])
     c6_by_p = c6.groupby(units_df["p"]).mean()
     rows = [
-        {"what": "IFCA plateau / oracle least squares (mean, range)",
+        {"what": WORDS.text("numbers.oracle ratio"),
          "estimate": float(ratio.mean()), "lo": float(ratio.min()), "hi": float(ratio.max()),
          "bound": float(ratio_pred.mean()), "oracle_exponent": np.nan,
-         "oracle_measured": f"measured/predicted {rel_fit.fmt()}", "verdict": "info"},
-        {"what": "IFCA plateau / exact correct-cluster floor", "estimate": floor_fit.est,
+         "oracle_measured": WORDS.text("numbers.oracle ratio measured", fit=rel_fit.fmt()),
+         "verdict": "info"},
+        {"what": WORDS.text("numbers.floor ratio"), "estimate": floor_fit.est,
          "lo": floor_fit.lo, "hi": floor_fit.hi, "bound": 1.0, "oracle_exponent": np.nan,
          "oracle_measured": "", "verdict": "info"},
-        {"what": "fitted c6 = eps / ((sigma/p) sqrt(d/(m n'))) (mean, range)",
+        {"what": WORDS.text("numbers.c6"),
          "estimate": float(c6.mean()), "lo": float(c6.min()), "hi": float(c6.max()),
          "bound": np.nan, "oracle_exponent": np.nan,
-         "oracle_measured": "by p: " + ", ".join(f"p={pp:.3g}: {cv:.3g}"
-                                                 for pp, cv in c6_by_p.items()),
+         "oracle_measured": WORDS.text("numbers.c6 by p", by_p=", ".join(
+             WORDS.text("numbers.c6 at p", p=pp, c6=cv) for pp, cv in c6_by_p.items())),
          "verdict": "info"}]
     return rows, dict(ratio=float(ratio.mean()), ratio_pred=float(ratio_pred.mean()),
                       floor_fit=floor_fit, mis_window=int(table["mis_window"].sum()),
@@ -273,16 +278,18 @@ def _numbers(m, d, target):
     n, rows = d.numbers, []
     for f in FACTORS:
         fit = m["slopes"][f]
-        rows.append({"what": f"exponent of eps in {f}", "estimate": fit.est, "lo": fit.lo,
+        rows.append({"what": WORDS.text("numbers.exponent", factor=f), "estimate": fit.est,
+                     "lo": fit.lo,
                      "hi": fit.hi, "bound": n[f"bound {f}"],
                      "oracle_exponent": bounds.ORACLE_EXPONENTS[f],
                      "oracle_measured": m["oracle"][f].fmt(), "verdict": n[f"verdict {f}"]})
     it = m["iterations"]
-    rows.append({"what": f"iterations to {target:g} eps per unit ln(Delta/eps)",
+    rows.append({"what": WORDS.text("numbers.iterations", target=target),
                  "estimate": it.est, "lo": it.lo, "hi": it.hi, "bound": n["iterations bound"],
                  "oracle_exponent": np.nan,
-                 "oracle_measured": "natural-log reading (slope <= 1): "
-                                    f"{n['verdict iterations, natural log (slope <= 1)']}",
+                 "oracle_measured": WORDS.text(
+                     "numbers.iterations natural log",
+                     verdict=n["verdict iterations, natural log (slope <= 1)"]),
                  "verdict": n["verdict iterations"]})
     return rows
 
@@ -297,31 +304,20 @@ def _summary(m, d, info, p, mg):
     frac_ln = float(np.mean(t_meas <= 2.0 + np.log(delta / (4.0 * eps2))))
     fs = {f: m["slopes"][f].fmt() for f in FACTORS}
     v_by = {f: n[f"verdict {f}"] for f in FACTORS}
-    p_txt = {HOLDS: "matches the bound's 1/p",
-             CAVEAT: "is better than the bound's 1/p (the bound is loose in p)",
-             NOT_SUPPORTED: "is worse than the bound's 1/p",
-             INCONCLUSIVE: "cannot be told apart from the bound's 1/p edge"}[v_by["p"]]
     k_lv, mis_window = p["k_levels"], info["mis_window"]
-    return (f"Plateau exponents, measured (bound; verdict): sigma {fs['sigma']} (1; "
-            f"{v_by['sigma']}), d {fs['d']} (0.5; {v_by['d']}), m {fs['m']} (-0.5; "
-            f"{v_by['m']}), n' {fs['n_prime']} (-0.5; {v_by['n_prime']}), p {fs['p']} (-1; "
-            f"{v_by['p']}). The p exponent {p_txt}; against the known-cluster oracle's -0.5 "
-            f"it is '{n['verdict p against the oracle']}' (margin {margin:g}). Plateau / exact "
-            "correct-cluster floor sigma sqrt(d/(3N-d-1)) (N = p m n', gamma p = "
-            f"{p['gamma_p']:g}) = {info['floor_fit'].fmt()}. "
-            f"IFCA / oracle on all n rows = {info['ratio']:.3g} on average (predicted "
-            f"sqrt((2TN-d-1)/(3N-d-1)) = {info['ratio_pred']:.3g} at T = {p['T']}: the paper's "
-            f"log factor). Iterations to reach {target:g} eps grow by "
-            f"{m['iterations'].fmt()} per unit of ln(Delta/eps) (1/ln 2 = "
-            f"{n['iterations bound']:.3g} for a factor 1/2 per step; {n['verdict iterations']}); "
-            f"the count is within 2 + log2(Delta/(4 eps)) in {100 * frac2:.0f}% of the data sets "
-            f"and within the natural-log reading 2 + ln(Delta/(4 eps)) in {100 * frac_ln:.0f}% "
-            f"(slope <= 1: {n['verdict iterations, natural log (slope <= 1)']}). Misclassified "
-            f"machines over the plateau windows: {mis_window} (over all iterations: "
-            f"{info['mis_total']}), so the exponential term plays no part at the plateau"
-            f"{'' if mis_window == 0 else ' except in a few data sets'}. "
-            f"Scope: equal cluster sizes only (p = 1/k, k in {min(k_lv)}..{max(k_lv)}); with "
-            "unequal sizes and p_max > 3p the corollary inherits Theorem 1's failure (T1).")
+    return WORDS.text(
+        "summary", sigma=fs["sigma"], v_sigma=v_by["sigma"], d=fs["d"], v_d=v_by["d"],
+        m=fs["m"], v_m=v_by["m"], n_prime=fs["n_prime"], v_n_prime=v_by["n_prime"], p=fs["p"],
+        v_p=v_by["p"], p_reading=WORDS.text(f"p reading.{v_by['p']}"),
+        v_p_oracle=n["verdict p against the oracle"], margin=margin, gamma_p=p["gamma_p"],
+        floor_fit=info["floor_fit"].fmt(), ratio=info["ratio"], ratio_pred=info["ratio_pred"],
+        T=p["T"], target=target, iterations=m["iterations"].fmt(),
+        iterations_bound=n["iterations bound"], v_iterations=n["verdict iterations"],
+        pct2=100 * frac2, pct_ln=100 * frac_ln,
+        v_iterations_ln=n["verdict iterations, natural log (slope <= 1)"],
+        mis_window=mis_window, mis_total=info["mis_total"],
+        except_few="" if mis_window == 0 else " " + WORDS.text("summary.except"),
+        k_min=min(k_lv), k_max=max(k_lv))
 
 
 def _caveats(m, p, mg):
@@ -331,51 +327,28 @@ def _caveats(m, p, mg):
     d_bend = abs(np.polyfit(np.log(d_lv), np.log([stationary_rms(p["gamma_p"], 1.0, int(dd),
                                                                  base_N) for dd in d_lv]),
                             1)[0] - 0.5)
-    caveats = [
-        "The paper prints log without a base in T = 2 + log(Delta/(4 eps)); with the factor 1/2 "
-        "of Theorem 1 it must be log2 (slope 1/ln 2 per unit of natural log); the natural-log "
-        "reading is reported alongside.",
-        "The plateau is the RMS over clusters and the last iterates of one data set, not the "
-        "max over clusters of the corollary (the max adds a k-dependent factor that would "
-        "confound the p exponent); the iteration count uses the max over clusters.",
-        f"Equal cluster sizes only: p is varied only through equal clusters p = 1/k (k in "
-        f"{', '.join(str(v) for v in k_lv)}) with gamma = {p['gamma_p']:g}/p. Corollary 1 rests "
-        "on Theorem 1's contraction by 1/2, so with unequal sizes and p_max > 3p it inherits "
-        "T1's failure: the region of step sizes where both clusters contract by <= 1/2 is empty "
-        "once p_max > 3p (gamma = c1/p breaks the contraction of the largest cluster; see T1), "
-        "and nothing here speaks for that case.",
-        f"rho = Delta^2/sigma^2 >= {delta**2 / max(p['sigma_levels'])**2:.3g} everywhere, chosen "
-        "so that the exponential term is negligible; the misclassification count in the summary "
-        "says whether it was.",
-        f"Exponent margin {margin:g}: the finite-sample factor (1 - (d+1)/(3N))^(-1/2) "
-        f"of the exact floor bends the d slope by {d_bend:.2g} on this grid; the margin is the "
-        "resolution at which power laws are told apart on 4- to 16-fold ranges; the same margin "
-        "is the resolution of the iteration slope.",
-        "Constants c6, c7 are not known: only exponents are checked; the fitted c6 is reported.",
-    ]
+    caveats = WORDS.items("caveats", k_levels=", ".join(str(v) for v in k_lv),
+                          gamma_p=p["gamma_p"], rho_min=delta**2 / max(p["sigma_levels"])**2,
+                          margin=margin, d_bend=d_bend)
     n_missing = int((m["units"]["hit"] < 0).sum())
     if n_missing:
-        caveats.append(f"{n_missing} data sets never reached {target:g} eps and are left out of "
-                       "the iteration fit.")
+        caveats.append(WORDS.text("caveats.missing", missing=n_missing, target=target))
     return caveats
 
 
 def sensitivity(m, table, params, rng):
     """The sensitivity lines: :func:`decide` with the exponent margin moved, and with the
     iteration slope re-measured at each neighbouring iteration target."""
-    p, mg = params["params"], params["margins"]
+    p = params["params"]
 
-    def at_margin(v):
-        return decide(m, {**params, "margins": {**mg, "exponent_margin": v}}).verdict
+    def verdict_at(q, key):
+        if key == "iter_target":
+            it = _iteration_fit(_per_unit(table, q["margins"]["iter_target"]), p["delta"],
+                                p["n_boot"], rng)
+            return decide({**m, "iterations": it}, q).verdict
+        return decide(m, q).verdict
 
-    def at_target(v):
-        it = _iteration_fit(_per_unit(table, v), p["delta"], p["n_boot"], rng)
-        return decide({**m, "iterations": it}, params).verdict
-
-    return [sensitivity_line("exponent margin", mg["exponent_margin"], at_margin,
-                             mg["exponent_margin_neighbours"]),
-            sensitivity_line("iteration target (multiple of eps)", mg["iter_target"], at_target,
-                             mg["iter_target_neighbours"])]
+    return sensitivity_lines(WORDS, params, verdict_at)
 
 
 def analyze(table, params, rng):
@@ -447,14 +420,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="C1", order=30,
-    title="Corollary 1: error floor and iteration count",
-    claim=("With gamma = c1/p, after T = 2 + log(Delta/(4 eps)) resampled IFCA iterations every "
-           "||theta_j - theta*_j|| <= eps = c6 (sigma/p) sqrt(d/(m n')) + c7 exp(-c8 "
-           "(rho/(rho+1))^2 n'), near the known-cluster rate sigma sqrt(d/(p m n' "
-           "log(Delta/(4 eps))))."),
-    location=("Corollary 1, Section 5.1 of the long version (and the discussion after it; proof "
-              "in Appendix B); Corollary 1, Section 5.1 of the NeurIPS version, stated there from "
-              "models within Delta/4, with T = log(Delta/(4 eps)) (no '2 +')"),
+    id="C1", order=30, words=WORDS,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
     decide=decide)
