@@ -28,12 +28,10 @@ from __future__ import annotations
 import math
 import time
 
-import numba as nb
 import numpy as np
 
-from ._kernels import (ITERATE, Assign, Packed, Rows, _final_eval, _finish_all, _ifca_kernel, _pack,
-                       _padded, _run_state, _sweep, _sweep_buffers)
-from ._numerics import FASTMATH
+from ._kernels import (_final_eval, _ifca_kernel, _iterations, _padded, _run_state,
+                       _sweep_buffers)
 
 __all__ = ["run_direct", "CHUNK_SECONDS", "CHUNK_ITERATIONS", "FINAL_GROUPS"]
 
@@ -89,43 +87,6 @@ class _Pacer:
             g = math.ceil(cost * (self.slow or self.fast) / CHUNK_SECONDS)
         g = max(1, min(g, m))
         return (np.arange(g + 1, dtype=np.int64) * m) // g
-
-
-@nb.njit(fastmath=FASTMATH, cache=True)
-def _iterations(it0, it1, data, loss, upd, resample, n_sub, stop, chunk_lo, pad, tr, buf, st, act,
-                nrm, ctot):
-    """Iterations ``it0 .. it1 - 1`` of :func:`mixlinreg._kernels._ifca_kernel`'s loop, on the
-    state ``st`` and scratch ``buf``, ``act``, ``nrm``, ``ctot`` that persist across chunks.
-
-    Returns the first iteration not run: ``it1``, or the iteration at which no run was left
-    active (the kernel's ``break``)."""
-    m, n, d = data.X.shape
-    theta = st.theta
-    R = theta.shape[0]
-    nout = loss.nout
-    k = theta.shape[1] // nout
-    rows_it = n_sub if resample else n
-    out = Assign(st.asg, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
-    for it in range(it0, it1):
-        na = 0
-        for r in range(R):
-            if not st.frozen[r]:
-                act[na] = r
-                na += 1
-        if na == 0:
-            return it
-        nap = _padded(na, pad)
-        ThT = buf.ThT_flat[: d * nap * k * nout].reshape((d, nap * k * nout))
-        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2, nout)
-        pk = Packed(act, na, nap, na, k, nout, ThT, ThT, buf.pen, buf.dup)
-        if resample:
-            rows = Rows(2 * it * n_sub, rows_it, 2 * it * n_sub + n_sub, rows_it)
-        else:
-            rows = Rows(0, rows_it, 0, rows_it)
-        _sweep(chunk_lo, ITERATE, rows, data, loss, upd, it, pk, buf, out)
-        _finish_all(it, act, na, nap * k * nout, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr,
-                    nrm, ctot)
-    return it1
 
 
 def run_direct(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, tr, theta, res):

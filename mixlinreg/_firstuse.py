@@ -100,11 +100,11 @@ def announce_compile_path(func, dispatchers, what):
 
 
 def _entry_kernels():
-    """The dispatchers that units call from Python: the IFCA kernel's chunk driver and the
+    """The dispatchers that units call from Python: the IFCA kernel's loop (run in chunks) and the
     certified-Gram path's kernels (the others are compiled into them)."""
-    from . import _chunked, _gram
+    from . import _gram, _kernels
 
-    return [_chunked._iterations] + [d for d in dispatchers_of(_gram) if d is not _chunked._iterations]
+    return [_kernels._iterations] + [d for d in dispatchers_of(_gram) if d is not _kernels._iterations]
 
 
 def kernels_cold():

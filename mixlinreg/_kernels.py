@@ -620,6 +620,45 @@ def _run_state(theta, res):
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
+def _iterations(it0, it1, data, loss, upd, resample, n_sub, stop, chunk_lo, pad, tr, buf, st, act,
+                nrm, ctot):
+    """Iterations ``it0 .. it1 - 1`` of the direct path, on the state ``st`` and scratch ``buf``,
+    ``act``, ``nrm``, ``ctot``: the one loop, run whole by :func:`_ifca_kernel` and in chunks
+    that keep the state between them by :func:`mixlinreg._chunked.run_direct`.
+
+    Returns the first iteration not run: ``it1``, or the iteration at which no run was left
+    active (the kernel's ``break``)."""
+    m, n, d = data.X.shape
+    theta = st.theta
+    R = theta.shape[0]
+    nout = loss.nout
+    k = theta.shape[1] // nout
+    rows_it = n_sub if resample else n
+    out = Assign(st.asg, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
+    for it in range(it0, it1):
+        na = 0
+        for r in range(R):
+            if not st.frozen[r]:
+                act[na] = r
+                na += 1
+        if na == 0:
+            return it
+        nap = _padded(na, pad)
+        ThT = buf.ThT_flat[: d * nap * k * nout].reshape((d, nap * k * nout))
+        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2, nout)
+        pk = Packed(act, na, nap, na, k, nout, ThT, ThT, buf.pen, buf.dup)
+        if resample:
+            rows = Rows(2 * it * n_sub, rows_it, 2 * it * n_sub + n_sub, rows_it)
+        else:
+            rows = Rows(0, rows_it, 0, rows_it)
+        _sweep(chunk_lo, ITERATE, rows, data, loss, upd, it, pk, buf, out)
+        _finish_all(it, act, na, nap * k * nout, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr,
+                    nrm, ctot)
+    return it1
+
+
+
+@nb.njit(fastmath=FASTMATH, cache=True)
 def _ifca_kernel(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, tr, theta, res):
     """The direct path: ``n_iter`` IFCA iterations of all runs, every model's loss on every machine
     every iteration; fills ``res`` (:class:`Result`) and the trace in place.
@@ -634,36 +673,16 @@ def _ifca_kernel(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, 
     k = theta.shape[1] // nout
     nchunks = chunk_lo.shape[0] - 1
     Rp = _padded(R, pad)
-    rows_it = n_sub if resample else n
     buf = _sweep_buffers(nchunks, n, d, Rp, k, nout, data.use_stats, theta)
     st = _run_state(theta, res)
-    out = Assign(st.asg, st.lmin, False, np.zeros((1, 1, 1), dtype=np.float64))
     act = np.empty(R, dtype=np.int64)
     nrm = np.zeros((min(d, 8), Rp, k, 3), dtype=np.float64)
     ctot = np.zeros((Rp, k), dtype=np.int64)
     for r in range(R):
         res.n_iter[r] = n_iter
 
-    for it in range(n_iter):
-        na = 0
-        for r in range(R):
-            if not st.frozen[r]:
-                act[na] = r
-                na += 1
-        if na == 0:
-            break
-        nap = _padded(na, pad)
-        ThT = buf.ThT_flat[: d * nap * k * nout].reshape((d, nap * k * nout))
-        _pack(theta, act, na, nap, ThT, buf.pen, buf.dup, loss.l2, nout)
-        pk = Packed(act, na, nap, na, k, nout, ThT, ThT, buf.pen, buf.dup)
-        if resample:
-            rows = Rows(2 * it * n_sub, rows_it, 2 * it * n_sub + n_sub, rows_it)
-        else:
-            rows = Rows(0, rows_it, 0, rows_it)
-        _sweep(chunk_lo, ITERATE, rows, data, loss, upd, it, pk, buf, out)
-        _finish_all(it, act, na, nap * k * nout, buf.gflat, buf.cbuf, upd, data.yidx, st, stop, tr, nrm,
-                    ctot)
-
+    _iterations(0, n_iter, data, loss, upd, resample, n_sub, stop, chunk_lo, pad, tr, buf, st, act,
+                nrm, ctot)
     _final_eval(chunk_lo, data, loss, upd, pad, n_iter, buf, st, tr, res)
 
 

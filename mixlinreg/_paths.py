@@ -21,6 +21,21 @@ _NAME_RE = re.compile(NAME_PATTERN)
 _NAME_MAX = 100
 
 
+#: a unit's name (it becomes a file name): a plain name that may also hold ``=`` (``m=100_n=50``)
+UNIT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$"
+_UNIT_RE = re.compile(UNIT_PATTERN)
+
+
+def is_unit_name(value, limit: int) -> bool:
+    """Whether ``value`` is a unit's name (:data:`UNIT_PATTERN`) of at most ``limit`` characters:
+    the one rule of the runner's workloads and of its store.
+
+    >>> is_unit_name("m=100_n=50", 100), is_unit_name("../x", 100), is_unit_name("a" * 101, 100)
+    (True, False, False)
+    """
+    return isinstance(value, str) and len(value) <= limit and _UNIT_RE.match(value) is not None
+
+
 def plain_name(param: str, value) -> str:
     """Return ``value`` if it is a plain name (usable as one path component), else raise.
 

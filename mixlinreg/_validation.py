@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .losses import KERNEL_CODES
+
 
 def _show(value) -> str:
     if isinstance(value, np.ndarray):
@@ -368,7 +370,7 @@ PARAMETERS = {
     # n_iter = 0 evaluates the starts only (their labels and loss): a real call (predict and score
     # are one), and in a config the zero point of the iterations (the starts' own success)
     "n_iter": Interval("int", low=0),
-    "loss": Options(("squared", "logistic", "huber", "multinomial")),
+    "loss": Options(tuple(KERNEL_CODES)),  # the one loss registry's names
     "l2": Interval("float", low=0),
     "huber_delta": Interval("float", low=0, low_open=True),
     "averaging": Options(("gradient", "model")),

@@ -35,7 +35,6 @@ import hashlib
 import itertools
 import json
 import logging
-import re
 import resource
 import time
 import zlib
@@ -49,7 +48,7 @@ import pandas as pd
 
 from .._firstuse import compile_once_first
 from .._memory import UnitMemoryError, available_bytes, format_bytes
-from .._paths import inside, plain_name
+from .._paths import inside, is_unit_name, plain_name
 from .._validation import check_bool
 
 __all__ = ["Workload", "Units", "Numbered", "run", "store_key", "json_default", "BACKENDS", "UnitMemoryError"]
@@ -58,7 +57,6 @@ logger = logging.getLogger("mixlinreg")
 
 #: where units can run
 BACKENDS = ("loky", "dask", "sequential")
-_UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 
 
 def json_default(obj):
@@ -262,7 +260,7 @@ class Workload:
             return  # named on demand: checked as each unit is stored
         names = list(self.units)
         for u in names:  # a unit's name becomes a file name: never a path
-            if not isinstance(u, str) or not _UNIT_RE.match(u) or len(u) > 100:
+            if not is_unit_name(u, 100):
                 raise ValueError(f"workload {self.name}: unit names must start with a letter or "
                                  f"digit and use [A-Za-z0-9_.=-] (at most 100 characters), got {u!r}")
         if len(set(names)) != len(names):

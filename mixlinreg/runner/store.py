@@ -38,7 +38,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import secrets
 import time
 import warnings
@@ -47,11 +46,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import _paths
-from .._paths import atomic_write, inside
+from .._paths import atomic_write, inside, is_unit_name
 
 #: a lock older than this (seconds) is stale even if its process cannot be checked (other host)
 STALE_AFTER = 24 * 3600.0
-_UNIT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=-]{0,199}$")
 _HOST = _paths.HOST
 #: seconds a lock that cannot be read is given for its writer to finish it
 _UNREADABLE_GRACE = 30.0
@@ -207,7 +205,7 @@ class UnitStore:
 
     # ------------------------------------------------------------------ paths
     def path(self, unit_id) -> Path:
-        if not isinstance(unit_id, str) or not _UNIT_RE.match(unit_id):
+        if not is_unit_name(unit_id, 200):
             raise ValueError(f"unit id must be non-empty, start with a letter or digit and use "
                              f"[A-Za-z0-9_.=-], got {unit_id!r}")
         return inside(self.folder, self.folder / f"{unit_id}{self.SUFFIX}")
