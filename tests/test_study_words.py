@@ -52,6 +52,8 @@ def test_paragraphs_join_their_lines_and_lists_their_items():
     assert w.labels(what="lower") == {"margin": "margin above the bound",
                                       "floor": "the lower floor"}
     assert w.names("summary") == {"factor", "bound"}
+    # a value may be called name (the section is positional only)
+    assert _words("## s\nthe {name}\n").text("s", name="cell") == "the cell"
 
 
 def test_a_missing_value_or_section_is_named():

@@ -74,21 +74,21 @@ class Words:
         except (ValueError, IndexError) as exc:
             raise ValueError(f"{self.path}, section '## {name}': {exc}") from None
 
-    def text(self, name: str, **values) -> str:
+    def text(self, name: str, /, **values) -> str:
         """Paragraph section ``name`` with ``values`` filled in."""
         raw = self.raw(name)
         if not isinstance(raw, str):
             raise TypeError(f"{self.path}, section '## {name}' is a list, not a paragraph")
         return self._fill(name, raw, values)
 
-    def items(self, name: str, **values) -> list:
+    def items(self, name: str, /, **values) -> list:
         """List section ``name``, each item with ``values`` filled in."""
         raw = self.raw(name)
         if isinstance(raw, str):
             raise TypeError(f"{self.path}, section '## {name}' is a paragraph, not a list")
         return [self._fill(name, item, values) for item in raw]
 
-    def labels(self, name: str = "sensitivity", **values) -> dict:
+    def labels(self, name: str = "sensitivity", /, **values) -> dict:
         """List section ``name`` read as ``- key: words`` items: ``{key: words}`` in order."""
         out = {}
         for item in self.items(name, **values):
