@@ -23,7 +23,11 @@ from ...config import PRESETS, Spec
 from ...harness import load_config, success_table
 from ..figure2 import (_PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_decision,
                        trend_reason)
-from ..study import Decision, Study, Verdict, combine, figure2_store, sensitivity_line
+from ..study import Decision, Study, Verdict, combine, figure2_store
+from ..words import sensitivity_lines, words
+
+#: the words of the four studies: _f2.md beside this module (templates with the panel's values)
+WORDS = words(__file__)
 
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
@@ -73,11 +77,6 @@ def _axis_rows(tests, along, rule="authors"):
     return tests[(tests["axis"] == along) & (tests["rule"] == rule) & (tests["role"] == "claim")]
 
 
-def _with_margins(params, **margins):
-    """``params`` with some margins moved (for the sensitivity lines)."""
-    return {**params, "margins": {**params["margins"], **margins}}
-
-
 def decide(tests, params) -> Decision:
     """F2's verdict from the panel's trend tests (``tests``: the :func:`_f2_tests` rows, columns
     ``axis, rule, role, stratum, p_increase, p_decrease, flat``) at the config's ``alpha``.
@@ -112,44 +111,31 @@ def _summary(exp, summ, tests, decision, panel, alpha):
     full = int(trials.min()) == exp.protocol["trials"] and int(trials.max()) == exp.protocol["trials"]
     authors = [(a, decision.numbers[f"{a}: verdict"]) for a, _ in claimed]
     text = [(a, _axis_rows(tests, a, "text")) for a, _ in claimed]
-    summary = (
-        f"Source: the {exp.name} store, {exp.preset} preset (config hash {exp.hash()[:12]}; "
-        f"{tr} of {exp.protocol['trials']} trials per grid point, {len(summ)} grid points"
-        f"{'' if full else ': the store is not complete yet'}). Exact stratified "
-        f"Cochran-Armitage trend test on the authors' rule (the paper's curves), one-sided, "
-        f"alpha = {alpha:g}: "
-        + "; ".join(f"in {a}: {v} ({trend_reason(_axis_rows(tests, a), alpha, v)})"
-                    for a, v in authors)
-        + ". Text rule (shown, not deciding): "
-        + "; ".join(f"in {a}: {trend_decision(g, alpha).verdict} (pooled p(increase) = "
-                    f"{g[g['stratum'] == 'pooled']['p_increase'].iloc[0]:.3g})"
-                    for a, g in text) + ".")
+    summary = WORDS.text(
+        "summary", store=exp.name, preset=exp.preset, config_hash=exp.hash()[:12], trials=tr,
+        protocol_trials=exp.protocol["trials"], grid_points=len(summ),
+        incomplete="" if full else WORDS.text("incomplete"), alpha=alpha,
+        authors="; ".join(WORDS.text("authors axis", axis=a, verdict=v,
+                                     reason=trend_reason(_axis_rows(tests, a), alpha, v))
+                          for a, v in authors),
+        text="; ".join(WORDS.text("text axis", axis=a, verdict=trend_decision(g, alpha).verdict,
+                                  p_increase=g[g["stratum"] == "pooled"]["p_increase"].iloc[0])
+                       for a, g in text))
     if panel in "ab":
         g = tests[(tests["axis"] == "sigma") & (tests["rule"] == "authors")]
         pooled = g[g["stratum"] == "pooled"].iloc[0]
-        summary += (f" In sigma (no claim in the paper; the threshold 0.6 sigma grows with sigma): "
-                    f"pooled p(increase) = {pooled['p_increase']:.3g}, p(decrease) = "
-                    f"{pooled['p_decrease']:.3g}.")
+        summary += " " + WORDS.text("summary.sigma", p_increase=pooled["p_increase"],
+                                    p_decrease=pooled["p_decrease"])
     return summary, tr
 
 
 def _caveats(exp, summ, panel, tr):
-    caveats = [
-        "Trial-level successes are reconstructed from the summary's counts; the exact conditional "
-        "test depends on the data only through them, so this loses nothing.",
-        "Levels get rank scores 0, 1, ... within each stratum (equally spaced scores), so the test "
-        "detects a monotone rise, not a particular shape.",
-        "Strata where every trial failed or every trial succeeded are flat: they carry no "
-        "information on the trend and appear in the caveat list rather than against the claim.",
-    ]
+    caveats = WORDS.items("caveats")
     if exp.preset != "paper":
-        caveats.append(f"The {exp.preset}-preset runs are much smaller than the paper's (here {tr} "
-                       "trials per grid point and fewer initializations, against 40 trials and 10 "
-                       "initializations): per-stratum tests have little power.")
+        caveats.append(WORDS.text("caveat.small preset", preset=exp.preset, trials=tr))
     if panel in "cd":
-        Rs = ", ".join(f"{v:g}" for v in sorted(summ["R"].unique()))
-        caveats.append(f"This panel has one facet per R ({Rs}, as in the authors' code); the "
-                       "strata are (R, n) for the m-trend and (R, m) for the n-trend.")
+        caveats.append(WORDS.text("caveat.cd", Rs=", ".join(f"{v:g}"
+                                                            for v in sorted(summ["R"].unique()))))
     return caveats
 
 
@@ -163,9 +149,7 @@ def analyze(table, params, rng):
     alpha = mg["alpha"]
     decision = decide(tests, params)
     summary, tr = _summary(exp, summ, tests, decision, panel, alpha)
-    sens = [sensitivity_line("significance level alpha", alpha,
-                             lambda a: decide(tests, _with_margins(params, alpha=a)).verdict,
-                             mg["alpha_neighbours"])]
+    sens = sensitivity_lines(WORDS, params, lambda q, key: decide(tests, q).verdict)
     return Verdict(decision.verdict, _f2_numbers(tests, alpha), summary,
                    caveats=_caveats(exp, summ, panel, tr), sensitivity=sens,
                    tables={"_summary.csv": summ})
@@ -182,15 +166,9 @@ def figure(table, verdict, params):
 def make_study(panel):
     """The study record of Figure 2 panel ``panel`` (``"a"`` ... ``"d"``)."""
     k = _PANELS[panel][2]
-    if panel in "ab":
-        claim = (f"With k = {k}, the success probability of IFCA rises with the separation R "
-                 "(at every noise level sigma).")
-    else:
-        claim = (f"With k = {k}, the success probability of IFCA rises with the number of machines "
-                 "m and with the number of points per machine n.")
+    claim = WORDS.text("claim.ab" if panel in "ab" else "claim.cd", k=k)
     return Study(
         id=f"F2{panel}", order=80 + "abcd".index(panel), title=STUDY_TITLES[panel], claim=claim,
-        location=(f"Section 6.1, Figure 3({panel}) of the long version (the synthetic figure); "
-                  f"Section 6.1, Figure 2({panel}) of the NeurIPS version"),
+        location=WORDS.text("location", panel=panel),
         schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure,
         decide=decide, reads=reads)
