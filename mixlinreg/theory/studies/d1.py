@@ -49,7 +49,11 @@ from ...metrics import success_authors, success_text
 from ...stats import paired_difference, wilson_interval
 from ..study import NOTE, PRESETS
 from ..d1 import QUESTION, d1_decision, d1_note, expected_sq_separation
-from ..study import Decision, MissingInput, Study, Verdict, figure2_store, sensitivity_line
+from ..study import Decision, MissingInput, Study, Verdict, figure2_store
+from ..words import sensitivity_lines, words
+
+#: the note's prose: d1.md beside this module
+WORDS = words(__file__)
 
 _PRESET = Spec("str", choices=PRESETS)
 SCHEMA = {
@@ -265,8 +269,9 @@ def _moves(parts, per_scale, exp, p, alpha):
                                  values=["authors", "text"], aggfunc="first")
     wide.columns = [f"{rule}_{scale}" for rule, scale in wide.columns]
     wide = wide.reset_index()
-    src = (f"new runs, Fig. 2(a) grid {'subset ' if p['R'] else ''}({exp.preset} protocol: "
-           f"{exp.protocol['n_init']} inits, early stop {exp.protocol['early_stop']})")
+    src = WORDS.text("moves.source", subset=WORDS.text("moves.subset") + " " if p["R"] else "",
+                     preset=exp.preset, n_init=exp.protocol["n_init"],
+                     early_stop=exp.protocol["early_stop"])
     for first, second, family in (("authors_code", "authors_norm", "theta_scale"),
                                   ("text_code", "text_norm", "theta_scale_text_rule"),
                                   ("authors_code", "text_norm", "experiment")):
@@ -303,14 +308,8 @@ def _cross_check_quick(per_scale, exp, root):
     joined = got.join(want, how="inner")
     ok = int(((joined["authors"] == joined["succ_authors"])
               & (joined["text"] == joined["succ_text"])).sum())
-    return (f"Cross-check: the code-scaling runs (first {T} trials) reproduce the success counts "
-            f"of the fig2a quick store ({store.path.name}) in {ok} of {len(joined)} grid points "
-            f"(both rules).")
-
-
-def _with_margins(params, **margins):
-    """``params`` with some margins moved (for the sensitivity lines)."""
-    return {**params, "margins": {**params["margins"], **margins}}
+    return WORDS.text("caveats.cross-check", trials=T, store=store.path.name, ok=ok,
+                      points=len(joined))
 
 
 def decide(moves, params) -> Decision:
@@ -329,19 +328,17 @@ def decide(moves, params) -> Decision:
 
 def _caveats(parts, per_scale, exp, root):
     """The run's own caveats: panels left out, runs read, the cross-check, the protocol."""
-    caveats = [f"Panel {r.panel} is left out of the distance and threshold comparisons: {r.why}."
+    caveats = [WORDS.text("caveats.missing panel", panel=r.panel, why=r.why)
                for r in parts["missing"].sort_values("panel").itertuples()]
     read = parts["rules"].drop_duplicates("panel").sort_values("panel")["read"]
     if len(read):
-        caveats.append("Runs read: " + "; ".join(read) + ".")
+        caveats.append(WORDS.text("caveats.runs read", runs="; ".join(read)))
     check = _cross_check_quick(per_scale, exp, root)
     if check:
         caveats.append(check)
-    caveats.append(
-        f"The theta* comparison uses the {exp.preset} protocol of fig2a ({exp.protocol['n_init']} "
-        f"initializations instead of 10, early stop tol {exp.protocol['tol']:g}, validated for the "
-        f"code scaling only) and {exp.protocol['trials']} trials: absolute success probabilities "
-        "are lower than the paper preset's, the comparison is paired and fair.")
+    caveats.append(WORDS.text("caveats.protocol", preset=exp.preset,
+                              n_init=exp.protocol["n_init"], tol=exp.protocol["tol"],
+                              trials=exp.protocol["trials"]))
     return caveats
 
 
@@ -359,15 +356,12 @@ def analyze(table, params, rng):
                                            run_caveats=_caveats(parts, per_scale, exp,
                                                                 p["figure2_store"]))
 
-    def at(**moved):  # the same runs, the margin or the level moved
-        a = moved.get("alpha", mg["alpha"])
+    def verdict_at(q, key):  # the same runs, the margin or the level moved
+        a = q["margins"]["alpha"]
         mv = moves if a == mg["alpha"] else _moves(parts, per_scale, exp, p, a)
-        return decide(_as_read_back(mv), _with_margins(params, **moved)).verdict
+        return decide(_as_read_back(mv), q).verdict
 
-    sens = [sensitivity_line("margin of a paired move", mg["margin"], lambda v: at(margin=v),
-                             mg["margin_neighbours"]),
-            sensitivity_line("family-wise level alpha of a comparison", mg["alpha"],
-                             lambda v: at(alpha=v), mg["alpha_neighbours"])]
+    sens = sensitivity_lines(WORDS, params, verdict_at)
     return Verdict(decision.verdict, numbers, summary, caveats=caveats, sensitivity=sens,
                    tables={".csv": moves, "_trials.csv": per_scale, "_separation.csv": seps})
 
@@ -445,11 +439,6 @@ def figure(table, verdict, params):
 
 
 STUDY = Study(
-    id="D1", order=90,
-    title="Text vs code: conventions of the Figure 2 experiment",
-    claim=QUESTION,
-    location=("Section 6.1 of both versions (the text of the synthetic experiment: Figure 3 of the "
-              "long version, Figure 2 of the NeurIPS version) against the authors' public code for "
-              "that figure"),
+    id="D1", order=90, words=WORDS, claim=QUESTION,
     schema=SCHEMA, units=units, compute=compute, analyze=analyze, figure=figure, kind=NOTE,
     decide=decide, reads=reads)
