@@ -56,40 +56,8 @@ def literal_share(path: Path):
     return strings, len(text), len(lines), len(text.splitlines())
 
 
-def cycles():
-    edges = {m: {t for t, _, _ in ts._imports(m) if t and t != m} for m in ts.MODULES}
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for v in ts.MODULES:
-        if v not in index:
-            visit(v)
-    return out, sum(map(len, edges.values()))
-
-
 def main():
-    found, n_edges = cycles()
+    found, n_edges = ts.cycles()
     up = sorted({f"{m} -> {t}" for m in ts.MODULES for t, _, _ in ts._imports(m)
                  if t and ts.layer(t) > ts.layer(m)})
     lines = {m: len(p.read_text().splitlines()) for m, (p, _, _) in ts.MODULES.items()}
