@@ -60,9 +60,11 @@ HUBER = ("            return 0.5 * r * r\n        return delta * (a - 0.5 * delt
 def test_kernel_sources_are_the_jitted_modules_and_their_imports():
     names = {p.relative_to(ROOT).as_posix() for p in _cache.kernel_sources()}
     # the modules with numba functions, and what they import from the package
-    assert {"_kernels.py", "_gram.py", "_chunked.py", "losses.py", "_numerics.py"} <= names
-    # nothing that the kernels do not compile (an edit there must not cost a recompile)
-    assert not names & {"__init__.py", "ifca.py", "estimator.py", "cli.py", "_cache.py"}
+    assert {"_kernels.py", "_gram.py", "losses.py", "_numerics.py"} <= names
+    # nothing that the kernels do not compile (an edit there must not cost a recompile): the chunk
+    # driver _chunked.py calls the kernels from Python and holds no numba function of its own
+    assert not names & {"__init__.py", "ifca.py", "estimator.py", "cli.py", "_cache.py",
+                        "_chunked.py"}
 
 
 def test_every_package_kernel_is_covered_by_the_digest():
@@ -104,7 +106,7 @@ def test_digest_follows_every_kernel_source(tmp_path):
     assert before == _cache.kernel_digest(ROOT)
     (pkg / "cli.py").write_text((pkg / "cli.py").read_text() + "\n# an edit the kernels ignore\n")
     assert _cache.kernel_digest(pkg) == before
-    for name in ("losses.py", "_numerics.py", "_chunked.py"):
+    for name in ("losses.py", "_numerics.py", "_gram.py"):
         path = pkg / name
         path.write_text(path.read_text() + "\n# edited\n")
         after = _cache.kernel_digest(pkg)
