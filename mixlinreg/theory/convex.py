@@ -59,7 +59,7 @@ from ..stats import verdict_at_most
 from . import bounds
 from .constants import LOSSES, loss_constants, population_minimizers
 
-__all__ = ["LOSS_SETUPS", "draw_cluster_data", "init_at_distance", "transient_mask",
+__all__ = ["LOSS_SETUPS", "bisect_radius", "draw_cluster_data", "init_at_distance", "transient_mask",
            "theorem2_radius", "constants_piece", "t2_verdict", "nnls_rate", "log_allowance", "c2_verdicts"]
 
 D = 5
@@ -160,6 +160,26 @@ def transient_mask(errors, mult=FLOOR_MULT, tail=5):
 # ------------------------------------------------------------------------------ constants
 
 
+def bisect_radius(at, valid, other, n_bisect, *, phi_above):
+    """Bisection on a ball's radius ``r`` for a decreasing ``phi(r)``: the one loop of
+    :func:`theorem2_radius` and of the A6 and L3 studies' balls.
+
+    ``at(r) -> (constants, phi(r))``; ``valid = (r, constants, phi)`` is the end that satisfies the
+    condition (``phi(r) >= r`` with ``phi_above``, else ``phi(r) <= r``) and ``other`` the other
+    end's radius. Each of ``n_bisect`` steps evaluates the midpoint ``(r + other) / 2`` and moves
+    whichever end it may; returns the valid end ``(r, constants, phi)``.
+    """
+    r, c, phi = valid
+    for _ in range(n_bisect):
+        mid = 0.5 * (r + other)
+        c_mid, phi_mid = at(mid)
+        if (phi_mid >= mid) if phi_above else (phi_mid <= mid):
+            r, c, phi = mid, c_mid, phi_mid
+        else:
+            other = mid
+    return r, c, phi
+
+
 def theorem2_radius(loss, theta_star, *, alpha0=ALPHA0, n_bisect=4, sigma=None, df=None, l2=0.0,
                     huber_delta=1.0, n_samples=100_000, n_line=1_000_000, n_points=16, seed=0):
     """Largest radius ``r`` (bisection) with ``r <= (1/2 - alpha0) sqrt(lambda(r)/L(r)) Delta``.
@@ -205,14 +225,7 @@ def theorem2_radius(loss, theta_star, *, alpha0=ALPHA0, n_bisect=4, sigma=None, 
             break
         lo = phi_lo
         c_lo, phi_lo = at(lo)
-    hi = phi_lo
-    for _ in range(n_bisect):
-        mid = 0.5 * (lo + hi)
-        c_mid, phi_mid = at(mid)
-        if phi_mid >= mid:
-            lo, c_lo, phi_lo = mid, c_mid, phi_mid
-        else:
-            hi = mid
+    lo, c_lo, phi_lo = bisect_radius(at, (lo, c_lo, phi_lo), phi_lo, n_bisect, phi_above=True)
     alpha_eff = 0.5 - lo / (math.sqrt(c_lo.lam / c_lo.L) * c_lo.delta)
     return c_lo, phi_lo, alpha_eff
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...ifca import ifca
 from ..constants import loss_constants, loss_parts, population_minimizers, sample_cluster
-from ..convex import D, K, LOSS_SETUPS, theta_star_of
+from ..convex import D, K, LOSS_SETUPS, bisect_radius, theta_star_of
 
 DIRECTIONS = ("adversarial", "random")
 FAMILIES = ("ball", "linear", "far")
@@ -58,14 +58,7 @@ def ball_constants(loss, *, n_samples, n_line, n_points, n_bisect, seed):
         c_hi, phi_hi = at(hi)
     else:
         raise RuntimeError(f"no ball with radius >= (1/2) sqrt(lambda/L) Delta found for {loss}")
-    lo = phi_hi
-    for _ in range(n_bisect):
-        mid = 0.5 * (lo + hi)
-        c_mid, phi_mid = at(mid)
-        if phi_mid <= mid:
-            hi, c_hi, phi_hi = mid, c_mid, phi_mid
-        else:
-            lo = mid
+    hi, c_hi, phi_hi = bisect_radius(at, (hi, c_hi, phi_hi), phi_hi, n_bisect, phi_above=False)
     return {"lam": float(c_hi.lam), "L": float(c_hi.L), "eta2": float(c_hi.eta2),
             "v2": float(c_hi.v2), "delta": float(c_hi.delta), "ball": float(hi),
             "r_A": float(phi_hi), "n_unit": K * c_hi.eta2 / (c_hi.lam ** 2 * c_hi.delta ** 4),

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...geometry import min_separation
 from ..constants import loss_constants, population_minimizers
-from ..convex import D, LOSS_SETUPS, draw_cluster_data, theta_star_of
+from ..convex import D, LOSS_SETUPS, bisect_radius, draw_cluster_data, theta_star_of
 
 #: the proof's constant (Appendix C.1 of the long version): ``P(E) <= P(F_i(theta_1) > t) +
 #: P(F_i(theta_j) <= t)``, each term ``<= 4 eta^2 / (alpha^2 lambda^2 Delta^4 n')`` by Chebyshev's
@@ -122,14 +122,7 @@ def ball_constants(loss, R, alpha_min, *, n_samples, n_line, n_points, n_bisect,
 
     hi = (0.5 - alpha_min) * delta
     c_hi, phi_hi = at(hi)
-    lo = phi_hi
-    for _ in range(n_bisect):
-        mid = 0.5 * (lo + hi)
-        c_mid, phi_mid = at(mid)
-        if phi_mid <= mid:
-            hi, c_hi, phi_hi = mid, c_mid, phi_mid
-        else:
-            lo = mid
+    hi, c_hi, phi_hi = bisect_radius(at, (hi, c_hi, phi_hi), phi_hi, n_bisect, phi_above=False)
     return c_hi, phi_hi
 
 
