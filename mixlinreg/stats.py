@@ -39,7 +39,7 @@ from ._validation import as_generator
 __all__ = ["HOLDS", "CAVEAT", "NOT_SUPPORTED", "INCONCLUSIVE", "Fit", "wilson_interval",
            "newcombe_paired", "paired_difference", "bootstrap", "linear_slope", "loglog_slope",
            "semilog_slope", "contraction_factor", "verdict_equal", "verdict_at_most",
-           "verdict_at_least", "log_f_cdf"]
+           "verdict_at_least", "verdict_above", "log_f_cdf"]
 
 #: the verdicts a study can reach (``CAVEAT`` is given by study-specific rules, not here)
 HOLDS = "holds"
@@ -596,6 +596,22 @@ def verdict_at_least(fit: Fit, bound: float, margin: float = 0.0) -> str:
     if fit.lo >= bound - margin:
         return HOLDS
     if fit.hi < bound - margin:
+        return NOT_SUPPORTED
+    return INCONCLUSIVE
+
+
+def verdict_above(fit: Fit, threshold: float) -> str:
+    """Is the measured quantity strictly above ``threshold`` (a difference above a margin)?
+
+    "holds" if ``lo > threshold``, "not supported" if ``hi <= threshold``, else "inconclusive"
+    (the interval straddles it). The strict ``>``: a difference must exceed its margin, not reach it.
+
+    >>> verdict_above(Fit(0.3, 0.1, 0.5, 10), 0.0), verdict_above(Fit(0.0, -0.2, 0.0, 10), 0.0)
+    ('holds', 'not supported')
+    """
+    if fit.lo > threshold:
+        return HOLDS
+    if fit.hi <= threshold:
         return NOT_SUPPORTED
     return INCONCLUSIVE
 

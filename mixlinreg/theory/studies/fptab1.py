@@ -48,7 +48,8 @@ from ...baselines import cfl, fpfc
 from ...baselines._federated import fedavg, ifca_weighted, local_train, per_fedavg
 from ...config import Spec
 from ...metrics import adjusted_rand
-from ...stats import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, bootstrap, wilson_interval
+from ...stats import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, bootstrap, verdict_above,
+                      wilson_interval)
 from ...synthetic import CLUSTER_CHOICES, device_accuracy, make_fedprox_synthetic
 from ..study import Decision, Study, Verdict, combine, with_margin
 from ..words import sensitivity_lines, words
@@ -309,15 +310,6 @@ def measure(table, params, rng, score="acc"):
     return out
 
 
-def _above(fit, margin):
-    """``fit`` above ``margin`` (holds), at most it (not supported), or straddling it."""
-    if fit.lo > margin:
-        return HOLDS
-    if fit.hi <= margin:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
-
-
 def decide(measurements, params):
     """The verdict from :func:`measure`'s ``{condition: {...}}`` and ``params["margins"]``
     (``rate_target``, ``rate_floor``, ``ari_margin``, ``acc_margin``, ``pair_share``): rules (a),
@@ -331,8 +323,8 @@ def decide(measurements, params):
         lo, hi = wilson_interval(k, n)
         a = HOLDS if lo >= mg["rate_target"] else (NOT_SUPPORTED if hi < mg["rate_floor"]
                                                    else INCONCLUSIVE)
-        b = combine([_above(ms["d_ari"], mg["ari_margin"]),
-                     _above(ms["d_acc"], mg["acc_margin"])])
+        b = combine([verdict_above(ms["d_ari"], mg["ari_margin"]),
+                     verdict_above(ms["d_acc"], mg["acc_margin"])])
         oversplit = ms["d_num"].lo > 0
         if b == HOLDS and not oversplit:
             b = CAVEAT

@@ -50,7 +50,7 @@ from scipy import stats as sps
 
 from ...config import Spec
 from ...digits import N_IMAGES, make_rotated_digits, run_methods
-from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, wilson_interval
+from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, verdict_above, wilson_interval
 from ..study import Decision, Study, Verdict, combine, with_margin
 from ..words import sensitivity_lines, words
 
@@ -210,14 +210,6 @@ def measure(table, params):
     return out
 
 
-def _above(fit, margin):
-    if fit.lo > margin:
-        return HOLDS
-    if fit.hi <= margin:
-        return NOT_SUPPORTED
-    return INCONCLUSIVE
-
-
 def decide(measurements, params):
     """The verdict from :func:`measure`'s ``{column: {...}}`` and ``params["margins"]`` (rules (a)
     and (b) of the module docstring); ``numbers``: per column the parts and what they were held
@@ -227,7 +219,7 @@ def decide(measurements, params):
     per = {}
     for col, ms in measurements.items():
         fits = {key: t_interval(ms[key], conf) for key in DIFFS}
-        parts = {key: _above(f, margin) for key, f in fits.items()}
+        parts = {key: verdict_above(f, margin) for key, f in fits.items()}
         k, n = ms["identified"], ms["seeds"]
         lo, hi = (float(x) for x in wilson_interval(k, n, conf))
         b = HOLDS if lo >= mg["rate_target"] else (NOT_SUPPORTED if hi < mg["rate_floor"]
