@@ -3,7 +3,7 @@ the same way by :func:`run`; the verdict vocabulary, the result record (:class:`
 seeds, and the resumable per-unit store (:class:`Context`).
 
 A study is data (ID, title, the claim's sentence, where the paper states it in both versions, the
-schema of its config) plus four functions:
+schema of its config; the prose in its words file) plus four functions:
 
 ``params`` is the study's checked config, ``{"params": {...}, "margins": {...}}``.
 
@@ -40,8 +40,10 @@ The store: :meth:`Context.unit` writes a unit's tidy rows atomically to
 live in its config, never here.
 
 Adding a study is one module under ``mixlinreg/theory/studies/`` (found there by
-:func:`mixlinreg.theory.studies.ids`; its ``order`` places it in the report) and one config
-``mixlinreg/configs/studies/<ID>.toml``: nothing else to edit.
+:func:`mixlinreg.theory.studies.ids`; its ``order`` places it in the report), its words beside it
+(``<module>.md``: the title, claim, location, summary templates, caveats and sensitivity labels,
+read by :mod:`mixlinreg.theory.words`) and one config ``mixlinreg/configs/studies/<ID>.toml``;
+nothing else to edit (``mixlinreg regenerate`` then remakes the derived documents).
 """
 
 from __future__ import annotations
