@@ -100,11 +100,8 @@ def _imports(path: Path, package: Path, text: bytes):
     return out
 
 
-def kernel_sources(package=None) -> list:
-    """The source files of everything numba compiles in ``package`` (default: this package):
-    every module with a numba-compiled function and every package module they import,
-    transitively (the kernels inline functions and read constants of those modules); sorted."""
-    package = Path(PACKAGE if package is None else package).resolve()
+def _kernel_texts(package: Path) -> dict:
+    """``{file: bytes}`` of :func:`kernel_sources` (each file read once)."""
     texts = {}
     for f in package.rglob("*.py"):
         try:
@@ -120,16 +117,23 @@ def kernel_sources(package=None) -> list:
             if g in texts and g not in seen:
                 seen.add(g)
                 todo.append(g)
-    return sorted(seen)
+    return {f: texts[f] for f in sorted(seen)}
+
+
+def kernel_sources(package=None) -> list:
+    """The source files of everything numba compiles in ``package`` (default: this package):
+    every module with a numba-compiled function and every package module they import,
+    transitively (the kernels inline functions and read constants of those modules); sorted."""
+    return list(_kernel_texts(Path(PACKAGE if package is None else package).resolve()))
 
 
 def kernel_digest(package=None) -> str:
     """SHA-256 of :func:`kernel_sources` (each file's path in the package and its bytes)."""
     package = Path(PACKAGE if package is None else package).resolve()
     h = hashlib.sha256()
-    for f in kernel_sources(package):
+    for f, text in _kernel_texts(package).items():
         h.update(f.relative_to(package).as_posix().encode() + b"\0")
-        h.update(f.read_bytes() + b"\0")
+        h.update(text + b"\0")
     return h.hexdigest()
 
 

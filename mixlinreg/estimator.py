@@ -279,8 +279,8 @@ class IFCA(BaseEstimator):
             Before anything is computed, for a parameter outside its range (every parameter is
             checked first, against the one table of bounds that :func:`ifca` and the configs
             use): ``loss="multinomial"`` (the estimator's models are vectors: call :func:`ifca`
-            with ``init`` of shape (R, k, d, C)) or another ``loss`` not among ``"squared"``,
-            ``"logistic"``, ``"huber"``; ``n_clusters``, ``n_init`` or ``local_steps`` below 1,
+            with ``init`` of shape (R, k, d, C)) or another ``loss`` that is not a loss of a
+            scalar prediction in :data:`mixlinreg.losses.LOSSES`; ``n_clusters``, ``n_init`` or ``local_steps`` below 1,
             ``n_iter`` below 0; an empty or nested ``lr``, or a step size that is not finite and
             > 0; ``l2`` or ``tol`` below 0, ``huber_delta`` or a numeric ``diverge_threshold``
             not > 0; a string ``init``, ``averaging``, ``method`` or ``diverge_threshold`` that

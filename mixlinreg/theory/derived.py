@@ -17,7 +17,7 @@ byte); otherwise it is *inline*, a phrase inside a sentence, compared up to the 
 spaces a person wrapped it with (and rewritten only when its words differ).
 
 ``mixlinreg regenerate --check`` writes nothing and lists each stale file and block (exit status
-1); the test suite runs it. A new study is its module and its config: its record, once made,
+1); the test suite runs it. A new study is its module, its words and its config: its record, once made,
 reaches every derived document through this one step.
 """
 
