@@ -164,12 +164,15 @@ RULES = {
         _jax_method, _scheduler, _jobs],
     "check": [
         _study_ids,
-        _unused_with("list", ("preset", "out", "seed", "write", "report_only", "migrate_records")
+        _unused_with("list", ("preset", "out", "seed", "write", "report_only", "migrate_records",
+                              "control_only")
                      + _STORE + _RUN, "--list only lists the studies"),
-        _unused_with("migrate_records", ("ids", "paper", "preset", "seed", "write", "report_only")
+        _unused_with("migrate_records", ("ids", "paper", "preset", "seed", "write", "report_only",
+                                         "control_only")
                      + _STORE + _RUN, "--migrate-records only renames the records in --out"),
         _needs("report_only", "write", "only rewrites the report of --write from the records"),
-        _unused_with("report_only", ("seed",) + _STORE + _RUN, "--report-only runs nothing"),
+        _unused_with("report_only", ("seed", "control_only") + _STORE + _RUN,
+                     "--report-only runs nothing"),
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them"),
         _scheduler, _jobs],
     "compare": [

@@ -360,9 +360,12 @@ def _check(args):
                                               "check", indent=f"[{sid}] ")))
             with use_kernel(_kernel(args)):
                 r = run_study(sid, preset=args.preset, out=args.out, store=store, seed=args.seed,
-                              progress=not args.no_progress, **where)
-            bar.write(f"[{sid}] {r.verdict} ({time.perf_counter() - t1:.1f} s): "
-                      f"{r.summary.strip().splitlines()[0]}")
+                              progress=not args.no_progress, control_only=args.control_only,
+                              **where)
+            ctl = r.control.get("verdict") or ("none can exist" if "none" in r.control
+                                               else "none declared")
+            bar.write(f"[{sid}] {r.verdict} (rule: {r.rule_verdict or r.verdict}; control: {ctl}; "
+                      f"{time.perf_counter() - t1:.1f} s): {r.summary.strip().splitlines()[0]}")
         bar.close()
     if args.write:
         path = write_report(args.write, args.out, preset=args.preset)
@@ -501,6 +504,10 @@ def _parser_check(sub):
                    help="write the report (e.g. paper_checks.md) from the records in --out")
     t.add_argument("--report-only", action="store_true",
                    help="only rewrite the report from existing records")
+    t.add_argument("--control-only", action="store_true",
+                   help="run only each study's control (the setting where its claim is false) and "
+                        "join it to the study's existing record in --out, whose measurements are "
+                        "kept")
     _add_kernel(t)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--migrate-records", action="store_true",

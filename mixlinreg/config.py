@@ -278,6 +278,10 @@ class Config:
     values: dict = field(hash=False)
     #: the file's other top-level values (as ``layout``), outside the hash
     top: dict = field(default_factory=dict, hash=False)
+    #: what the caller's ``extras`` checkers returned for the entries they own (a study's
+    #: ``version`` and ``[control]``), outside :meth:`hash`; ``raw`` is the parsed file
+    extras: dict = field(default_factory=dict, hash=False)
+    raw: dict = field(default_factory=dict, hash=False, repr=False)
 
     def __getitem__(self, section):
         return self.values[section]
@@ -362,7 +366,7 @@ def _check_keys(where, section, values, schema, prefix=""):
                      suggest(key, specs) or _elsewhere(key, others))
 
 
-def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None) -> Config:
+def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None, extras=None) -> Config:
     """Read a config of ``kind``, apply ``preset`` and check it against ``schema``.
 
     Parameters
@@ -379,6 +383,11 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None) -> Con
     top : sequence of str, optional
         Top-level values the file may hold besides ``kind``, ``name`` and ``description``
         (default :data:`TOP_VALUES` of the kind, e.g. ``layout`` for ``figure2``).
+    extras : dict, optional
+        ``{key: check}`` for top-level entries the caller reads itself (a study's ``version`` and
+        ``[control]`` table): each present key is taken out of the file before the structure
+        check and ``check(where, value, preset)`` (which raises naming what is wrong) gives what
+        :attr:`Config.extras` holds; an absent key gives ``check(where, None, preset)``.
 
     Raises
     ------
@@ -406,6 +415,10 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None) -> Con
     if raw.get("kind") != kind:
         raise ValueError(f"config {where}: kind must be {kind!r}, got {raw.get('kind')!r}")
     top = TOP_VALUES.get(kind, ()) if top is None else tuple(top)
+    whole = copy.deepcopy(raw)
+    extra = {}
+    for key, check in (extras or {}).items():
+        extra[key] = check(where, raw.pop(key, None), preset)
     _check_structure(where, raw, schema, top)
     name = raw.get("name", Path(path.name).stem)
     try:  # the name becomes part of output folder names: never a path
@@ -435,4 +448,5 @@ def load(name_or_path, preset="paper", *, kind, schema, sub="", top=None) -> Con
     return Config(kind=kind, name=name, description=raw.get("description", ""), preset=preset,
                   path=where, values=out,
                   top={k: v for k, v in raw.items()
-                       if not isinstance(v, dict) and k not in ("kind", "name", "description")})
+                       if not isinstance(v, dict) and k not in ("kind", "name", "description")},
+                  extras=extra, raw=whole)

@@ -96,7 +96,7 @@ _VERSIONS = {
 
 
 def render(results: dict, base: Path, missing=(), *, out="figures/checks", preset="paper",
-           name="paper_checks.md") -> str:
+           name="paper_checks.md", earlier=None) -> str:
     """The text of ``paper_checks.md`` for ``{ID: StudyResult}``; links relative to ``base``.
 
     One section per paper (:data:`~mixlinreg.theory.study.PAPERS`, in that order), each with its
@@ -128,11 +128,134 @@ def render(results: dict, base: Path, missing=(), *, out="figures/checks", prese
         "constants. Where a verdict differs by condition, its row says so (*by condition*).",
         "",
     ]
+    results = {sid: _judged(r) for sid, r in results.items()}
     by_paper = _by_paper(results, missing)
     lines += [_papers_line(by_paper), ""]
+    lines += audit_lines(results, earlier or {})
     for paper, (recs, miss) in by_paper.items():
         lines += _paper_section(paper, recs, miss, base)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _judged(r):
+    """A record as the report shows it: one made before controls (no ``rule_verdict``) is joined
+    to its (absent) control by the same rule as a new one (:func:`~.controls.judge`), so that a
+    *holds* never stands without a control that failed."""
+    from dataclasses import replace
+
+    from .controls import judge
+
+    if r.kind != CLAIM or r.rule_verdict:
+        return r
+    verdict, why = judge(r.verdict, r.control, r.kind)
+    caveats = ([f"Control: {why}"] if why else []) + list(r.caveats)
+    return replace(r, rule_verdict=r.verdict, verdict=verdict, caveats=caveats)
+
+
+def _control_cell(r):
+    c = r.control
+    if "none" in c:
+        return f"none can exist: {c['none']}", "(not evidence)"
+    if not c:
+        return "none declared", "not run"
+    return c["what"], c.get("verdict", "not run")
+
+
+def _registered(d):
+    """``"yes (abc1234)"`` when the record (or control) names the commit that registered its
+    config, else why not."""
+    if d.get("registered_in"):
+        return f"yes ({d['registered_in'][:7]})"
+    if d.get("registration"):
+        return "no: its config was not committed when it ran"
+    return "not shown (made before registrations were recorded)"
+
+
+def _control_section(r) -> list:
+    c = r.control
+    if "none" in c:
+        return [f"*Control*: none can exist ({c['none']}); this verdict is not evidence that the "
+                "rule can fail.", ""]
+    if not c:
+        return ["*Control*: none declared yet, so the rule was not shown to fail.", ""]
+    out = [f"*Control* ({c['what']}; the same rule, {c.get('seconds', 0):.0f} s): "
+           f"**{c.get('verdict', 'not run')}**; the rule alone at the study's setting: "
+           f"**{r.rule_verdict}**.", "", c.get("summary", "").strip(), ""]
+    num = c.get("numbers")
+    if num and num.get("data"):
+        out += [markdown_table(pd.DataFrame(num["data"], columns=num["columns"])), ""]
+    return out
+
+
+def audit_lines(results, earlier) -> list:
+    """The audit table at the top of ``paper_checks.md``: for each claim, its verdict, the rule's
+    verdict alone, its control and how the control came out, whether its thresholds (and its
+    control's) were registered before the record, and its hard cells; counts made from the
+    records."""
+    claims = {sid: r for sid, r in results.items() if r.kind == CLAIM}
+    if not claims:
+        return []
+    outcomes = [_control_cell(r)[1] for r in claims.values()]
+    failed = sum(o == "not supported" for o in outcomes)
+    none = sum(o == "(not evidence)" for o in outcomes)
+    absent = sum(o == "not run" for o in outcomes)
+    registered = sum(bool(r.registered_in) for r in claims.values())
+    c_registered = sum(bool(r.control.get("registered_in")) for r in claims.values())
+    counted = [r.cells for r in claims.values() if r.cells]
+    out = [
+        "## Audit: could each verdict have failed?",
+        "",
+        "A verdict is evidence only if its rule could have come out otherwise. Each study declares "
+        "a *control* in its config: a setting where its claim is false (a violated condition, a "
+        "broken variant of the method, data without the structure), run by the same rule. A claim "
+        "may read **holds** only when its control came out **not supported**; a rule that says "
+        "*holds* with a control that did not fail, or with none declared, is reported as **holds "
+        "with a caveat**. Where no control can exist (an identity, a construction) the row says "
+        "so, and its verdict is not evidence. *Registered* means the commit named held the "
+        "config's values (grid, thresholds, margins, control) before the record was made "
+        "(`tests/test_registration.py` checks each against the history). *Hard cells*: of the "
+        "cells the verdict judged, those whose outcome was not already certain from the "
+        "construction, where the study counts them.",
+        "",
+        f"{len(claims)} claims: {failed} with a control that came out not supported, "
+        f"{len(claims) - failed - none - absent} with a control that did not fail, {none} where "
+        f"no control can exist, {absent} with no control run. Thresholds registered before the "
+        f"record: {registered} of {len(claims)} studies, {c_registered} of "
+        f"{len(claims) - none - absent} controls. Hard cells counted in {len(counted)} studies.",
+        "",
+        "| ID | verdict | the rule alone | control: the setting where the claim is false | "
+        "control's outcome | study registered | control registered | hard cells | earlier "
+        "versions |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for sid, r in claims.items():
+        what, outcome = _control_cell(r)
+        creg = _registered(r.control) if r.control and "none" not in r.control else "-"
+        cells = (f"{r.cells['hard']} of {r.cells['total']}" if r.cells else "not counted")
+        old = "; ".join(f"v{e.version}: {_judged(e).verdict}" for e in earlier.get(sid, ())) or "-"
+        out.append(f"| {sid} | **{r.verdict}** | {r.rule_verdict} | "
+                   f"{_fmt_cell(what)} | {outcome} | {_registered(asdict_of(r))} | {creg} | "
+                   f"{cells} | {old} |")
+    return out + [""]
+
+
+def asdict_of(r):
+    return {"registered_in": r.registered_in, "registration": r.registration}
+
+
+def load_earlier(out="figures/checks", preset="paper", ids=None) -> dict:
+    """``{ID: [StudyResult, ...]}``: the records of earlier versions kept in ``<out>/versions/``
+    (oldest first)."""
+    from .studies import ids as study_ids
+
+    found = {}
+    folder = Path(out) / "versions"
+    for sid in (ids or study_ids()):
+        recs = [StudyResult.from_json(p.read_text())
+                for p in sorted(folder.glob(f"{sid}_{canonical_preset(preset)}_v*.json"))]
+        if recs:
+            found[sid] = sorted(recs, key=lambda e: e.version)
+    return found
 
 
 def _paper_of(sid, r=None):
@@ -248,6 +371,8 @@ def _section(sid, r, base, level) -> list:
     ]
     if len(r.numbers):
         out += [markdown_table(r.numbers), ""]
+    if r.kind == CLAIM:
+        out += _control_section(r)
     if r.figure:
         out += [f"![{sid}]({_rel(r.figure, base)})", ""]
     if r.table:
@@ -366,7 +491,7 @@ def report_text(path="paper_checks.md", out="figures/checks", preset="paper", id
         results = {sid: replace(r, figure=at_root(r.figure), table=at_root(r.table))
                    for sid, r in results.items()}
     return render(results, path.parent if str(path.parent) else Path("."), missing, out=out,
-                  preset=preset, name=path.name)
+                  preset=preset, name=path.name, earlier=load_earlier(out, preset, ids))
 
 
 def write_report(path="paper_checks.md", out="figures/checks", preset="paper", ids=None) -> Path:

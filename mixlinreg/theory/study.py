@@ -192,6 +192,26 @@ class StudyResult:
     scope : str
         Where the verdict differs by condition, one line saying so (computed from the
         measurement), shown in the verdict table's row; empty otherwise.
+    rule_verdict : str
+        The verdict of the study's rule alone; ``verdict`` is it joined with the control's
+        outcome (:func:`mixlinreg.theory.controls.judge`). Empty in records made before controls.
+    control : dict
+        The control (:mod:`mixlinreg.theory.controls`): ``{}`` when the study declares none (or
+        the record predates controls), ``{"none": why}`` where none can exist, else its setting
+        (``what``, ``params``), ``verdict``, ``summary``, ``numbers`` (as the record's), ``table``
+        and ``seconds``.
+    version : int
+        The study's version (its config's ``version``): a threshold changed after data is a new
+        version.
+    registration : str
+        The registration hash of the config that judged this record
+        (:func:`~mixlinreg.theory.controls.registration`); empty in records made before it.
+    registered_in : str
+        The first commit holding a config with that hash (empty: not committed when the record was
+        made, or no git checkout).
+    cells : dict
+        ``{"hard": h, "total": t, "rule": what makes a cell hard}``: how many of the judged cells
+        were not already decided by the construction; empty when the study does not count them.
     """
 
     id: str
@@ -213,6 +233,12 @@ class StudyResult:
     kind: str = CLAIM
     paper: str = "IFCA"
     scope: str = ""
+    rule_verdict: str = ""
+    control: dict = field(default_factory=dict)
+    version: int = 1
+    registration: str = ""
+    registered_in: str = ""
+    cells: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -230,6 +256,9 @@ class StudyResult:
         d = asdict(self)
         d["numbers"] = json.loads(self.numbers.to_json(orient="split", index=False,
                                                        double_precision=15))
+        for key in _LATER_FIELDS:  # a record made before these fields is written as it was
+            if d[key] == _LATER_FIELDS[key]:
+                del d[key]
         return json.dumps(d, indent=1, default=json_default)
 
     @classmethod
@@ -238,6 +267,12 @@ class StudyResult:
         num = d.pop("numbers")
         d["numbers"] = pd.DataFrame(num["data"], columns=num["columns"])
         return cls(**d)
+
+
+#: the fields added with controls and registration, and their empty values: left out of a record's
+#: JSON while empty, so that records made before them stay byte-identical when rewritten
+_LATER_FIELDS = {"rule_verdict": "", "control": {}, "version": 1, "registration": "",
+                 "registered_in": "", "cells": {}}
 
 
 def _study_code(study_id: str) -> int:
@@ -465,8 +500,17 @@ class Verdict:
     sensitivity: list = field(default_factory=list)
     tables: dict = field(default_factory=dict)
     scope: str = ""
+    #: ``{"hard": h, "total": t, "rule": "..."}``: of the ``t`` cells the verdict judged, the
+    #: ``h`` whose outcome was not already certain from the construction (``rule`` says how a
+    #: cell counts as hard); empty when the study does not count them
+    cells: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        if self.cells:
+            c = self.cells
+            if set(c) != {"hard", "total", "rule"} or not (0 <= int(c["hard"]) <= int(c["total"])):
+                raise ValueError(f"cells must be {{'hard': h, 'total': t, 'rule': str}} with "
+                                 f"0 <= h <= t, got {c!r}")
         if self.verdict not in VERDICTS + NOTE_OUTCOMES:  # the record checks it against its kind
             raise ValueError(f"verdict must be one of {VERDICTS + NOTE_OUTCOMES}, got "
                              f"{self.verdict!r}")
@@ -543,9 +587,13 @@ class Study:
                 raise ValueError(f"study {self.id}: schema needs a [{key}] table, got {sorted(self.schema)}")
 
     def config(self, preset="paper", path=None):
-        """The study's checked config (``mixlinreg/configs/studies/<ID>.toml``, or ``path``)."""
+        """The study's checked config (``mixlinreg/configs/studies/<ID>.toml``, or ``path``);
+        its ``extras`` hold the ``version`` and the ``control`` (:mod:`.controls`)."""
+        from .controls import check_version, control_checker
+
         return _loader.load(path or self.id, preset, kind="study", schema=self.schema,
-                            sub="studies")
+                            sub="studies", extras={"version": check_version,
+                                                   "control": control_checker(self.schema)})
 
 
 def unit_rng(seed: int, study_id: str, name: str) -> np.random.Generator:
@@ -636,22 +684,86 @@ def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
 
 
 def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
-        n_jobs=1, progress=False, config_path=None, backend="loky", scheduler=None) -> StudyResult:
-    """Run ``study`` with its config's ``preset``; write its outputs and return its result.
+        n_jobs=1, progress=False, config_path=None, backend="loky", scheduler=None,
+        control_only=None) -> StudyResult:
+    """Run ``study`` with its config's ``preset``, then its control; write its outputs and return
+    its result.
 
     The units run on the one runner (:func:`mixlinreg.runner.run`): those already in the store
     (same study, preset, seed and config values) are read back, the others computed (in
     ``n_jobs`` local processes, or on a Dask cluster with ``backend="dask"`` and ``scheduler``;
     the rows do not depend on it) and stored as they finish.
+
+    The control (:mod:`mixlinreg.theory.controls`), when the config declares one, runs the same
+    units with the control's overrides (their own store folder; the units keep their names, so
+    their streams are the study's: a paired comparison) and is analysed by the same rule; its
+    table is ``<out>/<ID>_<preset>_control.csv``. ``control_only`` (a :class:`StudyResult`, the
+    study's existing record) runs only the control and returns that record with the control
+    joined to it; the record's registration, when it has one, must be the config's.
     """
+    from .controls import control_values, judge, registered_in, registration
+
     cfg = study.config(preset, config_path)
     params = cfg.values
+    reg = registration(cfg.raw, preset)
+    control = cfg.extras["control"]
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
                   progress=progress)
     ctx.params = params
+    if control_only is not None:
+        if control_only.registration and control_only.registration != reg:
+            raise ValueError(f"study {study.id}: its config changed since its record was made "
+                             f"(registration {control_only.registration}, now {reg}): rerun the "
+                             f"whole study, not only its control")
+        result = control_only
+    else:
+        result = _measured(study, ctx, params, preset, seed, store, n_jobs, progress, backend,
+                           scheduler)
+        result.registration = reg
+        result.registered_in = registered_in(cfg.path, reg, preset)
+        result.version = cfg.extras["version"]
+    rule = result.rule_verdict or result.verdict
+    caveats = [c for c in result.caveats if not c.startswith(_CONTROL_CAVEAT)]
+    if control and "none" not in control and study.kind == CLAIM:
+        t0 = time.perf_counter()
+        cctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
+                       progress=progress)
+        cparams = control_values(params, control)
+        cctx.params = cparams
+        c = _measured(study, cctx, cparams, preset, seed, store, n_jobs, progress, backend,
+                      scheduler, suffix="_control")
+        control = {**control, "verdict": c.verdict, "summary": c.summary,
+                   "numbers": json.loads(c.numbers.to_json(orient="split", index=False,
+                                                           double_precision=15)),
+                   "table": c.table, "seconds": round(time.perf_counter() - t0, 1),
+                   "registration": reg,
+                   "registered_in": registered_in(cfg.path, reg, preset)}
+    verdict, why = judge(rule, control, study.kind)
+    if why:
+        caveats.insert(0, f"{_CONTROL_CAVEAT} {why}")
+    elif control.get("verdict"):
+        caveats.insert(0, f"{_CONTROL_CAVEAT} the rule was seen to fail where the claim is false: "
+                          f"its control ({control['what']}) came out '{control['verdict']}'.")
+    elif "none" in control:
+        caveats.insert(0, f"{_CONTROL_CAVEAT} no control can exist ({control['none']}): this "
+                          f"verdict is not evidence that the rule can fail.")
+    result.rule_verdict = rule if study.kind == CLAIM else ""
+    result.verdict = verdict
+    result.control = control
+    result.caveats = caveats
+    return result
+
+
+#: the first words of the caveat that says how the control came out
+_CONTROL_CAVEAT = "Control:"
+
+
+def _measured(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler,
+              suffix=""):
     token = _INPUTS.set({})
     try:
-        return _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler)
+        return _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler,
+                    suffix)
     finally:
         _INPUTS.reset(token)
 
@@ -666,7 +778,10 @@ def _open_inputs(study, params):
                 raise
 
 
-def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler):
+def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, scheduler,
+         suffix=""):
+    """The study measured at ``params``: its units run, analysed; ``suffix`` (``"_control"``)
+    names a control's table, which is the only output a control writes."""
     from .. import runner
 
     out = ctx.out
@@ -681,20 +796,26 @@ def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, sch
                           numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[],
                           paper=study.paper)
     rows, s = runner.run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                         progress=progress, desc=f"{study.id}/{preset}")
+                         progress=progress, desc=f"{study.id}/{preset}{suffix}")
     ctx.units_computed = s["units_run"] + sum(i.get("shared_computed", 0) for i in s["infos"])
     ctx.units_resumed = s["units_skipped"] + s["units_by_others"] + sum(
         i.get("shared_resumed", 0) for i in s["infos"])
     table = pd.concat([rows[u].assign(unit=u) for u in wl.units], ignore_index=True)
-    table_path = ctx.write_table(table)
     v = study.analyze(table, params, lambda key: unit_rng(seed, study.id, "analyze_" + key))
-    for suffix, df in v.tables.items():
-        path = ctx.write_table(df, suffix)
-        if suffix == ".csv":  # the study's own table, made from the units' rows, replaces them
+    if suffix:  # a control: its table (the study's own, if it makes one), no figure
+        own = v.tables.get(".csv", table)
+        table_path = ctx.write_table(own, suffix + ".csv")
+        return ctx.result(title=study.title, claim=study.claim, location=study.location,
+                          verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=[],
+                          table=table_path, kind=study.kind, paper=study.paper, scope=v.scope)
+    table_path = ctx.write_table(table)
+    for name, df in v.tables.items():
+        path = ctx.write_table(df, name)
+        if name == ".csv":  # the study's own table, made from the units' rows, replaces them
             table_path = path
     fig_path = ctx.save_figure(study.figure(table, v, params))
     caveats = list(v.caveats) + [f"Sensitivity: {line}" for line in v.sensitivity]
     return ctx.result(title=study.title, claim=study.claim, location=study.location,
                       verdict=v.verdict, summary=v.summary, numbers=v.numbers, caveats=caveats,
                       table=table_path, figure=fig_path, kind=study.kind, paper=study.paper,
-                      scope=v.scope)
+                      scope=v.scope, cells=dict(v.cells))

@@ -93,7 +93,7 @@ def location(study_id) -> str:
 
 
 def run_study(study_id, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
-              n_jobs=1, progress=False, backend="loky", scheduler=None):
+              n_jobs=1, progress=False, backend="loky", scheduler=None, control_only=False):
     """Run one study, write its JSON record ``<out>/<ID>_<preset>.json`` and return its
     :class:`~mixlinreg.theory.study.StudyResult`.
 
@@ -113,13 +113,39 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
         Where the units run (:func:`mixlinreg.runner.run`): ``"loky"`` (``n_jobs`` local
         processes), ``"dask"`` (the cluster at ``scheduler``, an address or a
         ``dask.distributed.Client``) or ``"sequential"``; the result does not depend on it.
+    control_only : bool
+        Run only the study's control (:mod:`mixlinreg.theory.controls`) and join it to the
+        existing record ``<out>/<ID>_<preset>.json`` (which must exist, made with the same
+        config); the record's measurements are kept as they are.
+
+    A record of an earlier ``version`` of the study (its config's ``version``) found at the
+    record's path is moved to ``<out>/versions/<ID>_<preset>_v<version>.json`` first, so the
+    report can show both versions' verdicts.
     """
     from ..._paths import atomic_write
-    from ..study import canonical_preset, run
+    from ..study import StudyResult, canonical_preset, run
 
     (study_id,) = _check_ids([study_id])
     preset = canonical_preset(preset)
+    path = Path(out) / f"{study_id}_{preset}.json"
+    old = old_text = None
+    if path.exists():
+        try:
+            old_text = path.read_text()
+            old = StudyResult.from_json(old_text)
+        except (ValueError, TypeError, KeyError) as exc:
+            if control_only:
+                raise ValueError(f"--control-only: the record {path} cannot be read ({exc}); "
+                                 f"rerun the whole study") from None
+    if control_only and old is None:
+        raise ValueError(f"--control-only joins a control to an existing record, and {path} does "
+                         f"not exist: run `mixlinreg check {study_id} --preset {preset}` first")
     result = run(get(study_id), preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
-                 progress=progress, backend=backend, scheduler=scheduler)
-    atomic_write(Path(out) / f"{study_id}_{preset}.json", result.to_json())
+                 progress=progress, backend=backend, scheduler=scheduler,
+                 control_only=old if control_only else None)
+    if old is not None and old.version != result.version:
+        keep = Path(out) / "versions" / f"{study_id}_{preset}_v{old.version}.json"
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(keep, old_text)
+    atomic_write(path, result.to_json())
     return result
