@@ -351,8 +351,10 @@ def test_report_keeps_notes_apart_from_the_verdicts(tmp_path):
     out = tmp_path / "checks"
     for sid, verdict in [("L1", HOLDS), ("T1", NOT_SUPPORTED)]:
         (out / f"{sid}_paper.json").parent.mkdir(parents=True, exist_ok=True)
-        (out / f"{sid}_paper.json").write_text(_fake(Context(sid, preset="paper", out=out),
-                                                     verdict).to_json())
+        r = _fake(Context(sid, preset="paper", out=out), verdict)
+        # a holds stands only beside a control that failed (mixlinreg.theory.controls.judge)
+        r.rule_verdict, r.control = verdict, {"what": "a broken variant", "verdict": NOT_SUPPORTED}
+        (out / f"{sid}_paper.json").write_text(r.to_json())
     note = _fake(Context("D1", preset="paper", out=out), HOLDS)
     note.kind, note.verdict = NOTE, DIFFER
     (out / "D1_paper.json").write_text(note.to_json())
