@@ -292,3 +292,29 @@ def test_unit_rng_streams_are_paired():
 
     a = unit_rng(0, "TOY", "seed1").normal()
     assert a == unit_rng(0, "TOY", "seed1").normal() and np.isfinite(a)
+
+
+def test_the_report_judges_a_record_made_before_controls(tmp_path):
+    from mixlinreg.theory.report import write_report
+
+    out = tmp_path / "checks"
+    out.mkdir()
+    base = dict(title="t", claim="c", location="l", summary="s.", numbers=pd.DataFrame({"a": [1]}),
+                preset="paper", command="mixlinreg check L1")
+    legacy = StudyResult(id="L1", verdict="holds", **base)  # no rule_verdict, no control
+    (out / "L1_paper.json").write_text(legacy.to_json())
+    ok = StudyResult(id="T1", verdict="holds", rule_verdict="holds", registration="ab",
+                     registered_in="c" * 40, **base,
+                     control={"what": "a broken variant", "verdict": "not supported",
+                              "summary": "it failed.", "registration": "ab",
+                              "registered_in": "c" * 40})
+    (out / "T1_paper.json").write_text(ok.to_json())
+    text = write_report(tmp_path / "pc.md", out, preset="paper", ids=["L1", "T1"]).read_text()
+    audit = text.split("## Audit: could each verdict have failed?")[1].split("\n## ")[0]
+    l1 = next(x for x in audit.splitlines() if x.startswith("| L1 |"))
+    t1 = next(x for x in audit.splitlines() if x.startswith("| T1 |"))
+    assert "**holds with a caveat** | holds | none declared | not run | not shown" in l1
+    assert "**holds** | holds | a broken variant | not supported | yes (ccccccc)" in t1
+    assert "2 claims: 1 with a control that came out not supported" in audit
+    assert "declares no control" in text.split("### L1")[1]
+    assert "*Control* (a broken variant" in text.split("### T1")[1]
