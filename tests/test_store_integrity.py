@@ -238,6 +238,82 @@ def test_claims_and_stale_locks(tmp_path):
     assert not us.claim("v")
 
 
+def _forge(lock, **kw):
+    lock.write_text(json.dumps({"host": _HOST, "time": 0, "token": "forged", **kw}))
+
+
+def test_a_claim_naming_this_process_but_not_held_by_it_is_dead(tmp_path):
+    # a restarted container runs as pid 1 again and finds its former self's claim: never wait on it
+    from mixlinreg.runner.store import _proc_start
+
+    us = UnitStore(tmp_path)
+    _forge(tmp_path / "u.lock", pid=os.getpid(), start=_proc_start(os.getpid()))
+    df, computed = us.get_or_compute("u", lambda: pd.DataFrame({"x": [1.0]}), poll=0.01)
+    assert computed and df["x"].tolist() == [1.0]
+    # a claim this process holds through another store object is alive
+    assert us.claim("w") and not UnitStore(tmp_path).claim("w")
+    us.release("w")
+
+
+def test_a_live_pid_that_started_at_another_time_is_another_process(tmp_path):
+    from mixlinreg.runner.store import _proc_start
+
+    us = UnitStore(tmp_path)
+    other = os.getppid()  # alive, not this process
+    start = _proc_start(other)
+    if start is None:
+        pytest.skip("no /proc here: start times cannot be read")
+    _forge(tmp_path / "v.lock", pid=other, start=start + 12345)
+    assert us.claim("v")  # the pid is reused by an unrelated process: the claim is dead
+    us.release("v")
+    _forge(tmp_path / "v.lock", pid=other, start=start)
+    assert not us.claim("v")  # the same process: alive, respected
+    assert "this host" in us.wait_line("v")
+    _forge(tmp_path / "v.lock", pid=other, start=start, boot="another-boot")
+    from mixlinreg.runner import store as store_mod
+
+    if store_mod._BOOT:
+        assert us.claim("v")  # made before this machine booted
+        us.release("v")
+
+
+def test_an_old_claim_without_a_start_time_is_not_waited_on_forever(tmp_path):
+    us = UnitStore(tmp_path)
+    lock = tmp_path / "v.lock"
+    _forge(lock, pid=os.getppid())  # an older mixlinreg's claim: pid only, and that pid is alive
+    assert not us.claim("v")
+    assert "at most" in us.wait_line("v") and str(lock) in us.wait_line("v")
+    os.utime(lock, (time.time() - 2 * 24 * 3600,) * 2)  # 48 h old: the pid is someone else now
+    assert us.claim("v")
+    us.release("v")
+
+
+def test_a_long_wait_says_what_to_do(tmp_path, monkeypatch, caplog):
+    import threading
+
+    from mixlinreg.runner import store as store_mod
+
+    monkeypatch.setattr(store_mod, "LONG_WAIT", 0.05)
+    us = UnitStore(tmp_path)
+    holder = UnitStore(tmp_path)
+    assert holder.claim("u")
+
+    def finish():
+        time.sleep(0.4)
+        holder.write("u", pd.DataFrame({"x": [2.0]}))
+        holder.release("u")
+
+    t = threading.Thread(target=finish)
+    t.start()
+    with caplog.at_level("WARNING", logger="mixlinreg"):
+        df, computed = us.get_or_compute("u", lambda: pd.DataFrame({"x": [9.0]}), poll=0.02)
+    t.join()
+    assert not computed and df["x"].tolist() == [2.0]
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("still waiting for unit u" in x and "remove" in x and "u.lock" in x
+               for x in lines), lines
+
+
 _WORKER = textwrap.dedent("""
     import os, sys, time
     import pandas as pd

@@ -408,8 +408,10 @@ def test_a_wait_on_another_process_says_unit_host_pid_and_how_long(tmp_path, cap
     proc = _sleeper(1.5)
     folder = tmp_path / "r" / wl.folder
     folder.mkdir(parents=True)
+    from mixlinreg.runner.store import _proc_start
+
     (folder / "u1.lock").write_text(json.dumps(dict(host=_HOST, pid=proc.pid, time=time.time(),
-                                                    token="t")))
+                                                    token="t", start=_proc_start(proc.pid))))
     with caplog.at_level(logging.WARNING, logger="mixlinreg"):
         rows, s = runner.run(wl, tmp_path / "r", backend="sequential", poll=0.05)
     said = [r.getMessage() for r in caplog.records if "waiting" in r.getMessage()]

@@ -463,8 +463,12 @@ def check_backend(n_jobs, backend):
 def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
     """Compute the units ``todo`` (any iterable) into ``store``; wait for those other processes
     hold, saying once per unit which unit, host and pid the wait is on and for how long, and
-    take over a unit whose process died or whose claim went stale."""
-    announced = set()
+    take over a unit whose process died or whose claim went stale; a wait longer than
+    :data:`~mixlinreg.runner.store.LONG_WAIT` and twice the longest unit so far says what to do
+    if the claiming process is gone."""
+    from .store import LONG_WAIT
+
+    announced, long_said = {}, set()
     while True:
         waiting = []
         for info in _dispatch(_Call(_work, workload, root, go["threads"]), todo, **go):
@@ -479,11 +483,17 @@ def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
             bar.update(1)
         todo = waiting
         while todo:
+            longest = max((i.get("seconds", 0.0) for i in infos), default=0.0)
             for u in todo:
                 line = None if u in announced else store.wait_line(u)
                 if line:
-                    announced.add(u)
+                    announced[u] = time.perf_counter()
                     logger.warning("%s/%s: %s", workload.name, workload.preset, line)
+                elif u in announced and u not in long_said and time.perf_counter() - announced[u] \
+                        > max(LONG_WAIT, 2 * longest):
+                    long_said.add(u)
+                    logger.warning("%s/%s: %s", workload.name, workload.preset,
+                                   store.long_wait_line(u, time.perf_counter() - announced[u]))
             time.sleep(poll)
             finished = {u for u in todo if store.is_done(u, warn=False)}
             by_others |= finished

@@ -51,6 +51,10 @@ from .._paths import atomic_write, inside, is_unit_name
 #: a lock older than this (seconds) is stale even if its process cannot be checked (other host)
 STALE_AFTER = 24 * 3600.0
 _HOST = _paths.HOST
+#: a wait on another process's claim longer than this (and than twice the longest unit computed
+#: so far) says what to do if that process is gone
+LONG_WAIT = 600.0
+_LONG = "long"  # get_or_compute's state once the long-wait line was said
 #: seconds a lock that cannot be read is given for its writer to finish it
 _UNREADABLE_GRACE = 30.0
 logger = logging.getLogger("mixlinreg")
@@ -127,6 +131,30 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _proc_start(pid: int):
+    """When process ``pid`` started (clock ticks since boot: field 22 of ``/proc/<pid>/stat``), or
+    ``None`` where that cannot be read (no ``/proc``, or no such process)."""
+    try:
+        data = Path(f"/proc/{int(pid)}/stat").read_text()
+        return int(data.rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+#: this machine's boot: a claim made under another boot is dead
+_BOOT = _boot_id()
+#: the tokens of the claims this process holds (any store object): a lock that names this
+#: process's pid with another token was left by an earlier process that had the same pid
+_HELD = set()
+
+
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -200,6 +228,7 @@ class UnitStore:
         self.check = check
         self.read_kw = dict(read_kw or {})
         self.stale_after = float(stale_after)
+        self._longest = 0.0  # seconds of the longest unit this object computed
         self._tokens = {}
         self._warned = set()
 
@@ -403,14 +432,31 @@ class UnitStore:
             return {}  # being written, or damaged: judged by its age
 
     def _stale(self, info, lock: Path) -> bool:
+        """Whether the claim ``info`` (read from ``lock``) is dead. On this host a claim is its
+        process: the pid, that process's start time and the machine's boot. A claim naming this
+        process's own pid but a token it does not hold was left by an earlier process with the same
+        pid (a restarted container runs as pid 1 again): dead, never waited on. A live pid that
+        started at another time is another process: dead. A claim without a start time (made by an
+        older mixlinreg) whose pid is alive, and any claim of another host, is dead after
+        ``stale_after`` seconds."""
         try:
             age = time.time() - lock.stat().st_mtime
         except FileNotFoundError:
             return False
-        if info and info.get("host") == _HOST and isinstance(info.get("pid"), int):
-            return not _pid_alive(info["pid"])
         if not info:  # unreadable: give its writer a few seconds
             return age > _UNREADABLE_GRACE
+        pid = info.get("pid")
+        if info.get("host") == _HOST and isinstance(pid, int) and not isinstance(pid, bool):
+            if pid == os.getpid():
+                return info.get("token") not in _HELD
+            if not _pid_alive(pid):
+                return True
+            if info.get("boot") and _BOOT and info["boot"] != _BOOT:
+                return True  # made before this machine last booted
+            start = info.get("start")
+            if isinstance(start, int):
+                now = _proc_start(pid)
+                return now is not None and now != start
         return age > self.stale_after
 
     def claim(self, unit_id) -> bool:
@@ -430,8 +476,10 @@ class UnitStore:
                 self._break(lock, info)
                 continue
             with os.fdopen(fd, "w") as fh:
-                json.dump(dict(host=_HOST, pid=os.getpid(), time=time.time(), token=token), fh)
+                json.dump(dict(host=_HOST, pid=os.getpid(), time=time.time(), token=token,
+                               start=_proc_start(os.getpid()), boot=_BOOT), fh)
             self._tokens[unit_id] = token
+            _HELD.add(token)
             return True
         return False
 
@@ -457,6 +505,7 @@ class UnitStore:
     def release(self, unit_id):
         """Remove this process's lock on ``unit_id`` (a lock of another process is left alone)."""
         token = self._tokens.pop(unit_id, None)
+        _HELD.discard(token)
         info = self._lock_info(unit_id)
         if token is not None and info and info.get("token") == token:
             self.lock_path(unit_id).unlink(missing_ok=True)
@@ -476,13 +525,28 @@ class UnitStore:
             return (f"unit {unit_id}: its lock {lock} is unreadable (being written, or damaged); "
                     f"waiting at most {_span(_UNREADABLE_GRACE - age)} more, then taking it over")
         who = f"pid {info.get('pid')} on host {info.get('host')}"
-        if info.get("host") == _HOST:
+        if info.get("host") == _HOST and isinstance(info.get("start"), int):
             return (f"unit {unit_id} is being computed by {who} (this host), claimed "
                     f"{_span(age)} ago; waiting until it finishes (taken over at once if that "
                     "process ends)")
+        if info.get("host") == _HOST:
+            return (f"unit {unit_id} is claimed by {who} (this host; a claim of an older "
+                    f"mixlinreg, without the process's start time), claimed {_span(age)} ago; "
+                    f"waiting until it finishes, at most {_span(self.stale_after - age)} more "
+                    f"(remove {lock} to take it over now)")
         return (f"unit {unit_id} is being computed by {who}, claimed {_span(age)} ago; waiting "
                 f"until it finishes, at most {_span(self.stale_after - age)} more (a claim older "
                 f"than {_span(self.stale_after)} is taken over; remove {lock} to take it over now)")
+
+    def long_wait_line(self, unit_id, waited) -> str:
+        """What to do about a wait on ``unit_id`` that has lasted ``waited`` seconds, longer than
+        twice the longest unit this store computed in this process (and :data:`LONG_WAIT`)."""
+        info = self._lock_info(unit_id) or {}
+        return (f"still waiting for unit {unit_id} after {_span(waited)} (the longest unit computed "
+                f"here took {_span(self._longest)}): if pid {info.get('pid')} on host "
+                f"{info.get('host')} is not running mixlinreg any more, stop this run, remove "
+                f"{self.lock_path(unit_id)} and run the same command again (finished units are "
+                f"kept)")
 
     def holder(self, unit_id):
         """The live claim on ``unit_id`` (``{host, pid, time}``), or ``None``."""
@@ -507,7 +571,9 @@ class UnitStore:
                     if self.is_done(unit_id, warn=False):  # finished by another process meanwhile
                         return self.read(unit_id), False
                     self.set_aside(unit_id)
+                    t0 = time.perf_counter()
                     df = compute()
+                    self._longest = max(self._longest, time.perf_counter() - t0)
                     if not isinstance(df, pd.DataFrame):
                         raise TypeError(f"unit {unit_id!r} must return a pandas DataFrame, "
                                         f"got {type(df).__name__}")
@@ -518,5 +584,11 @@ class UnitStore:
             line = None if announced else self.wait_line(unit_id)
             if line:
                 announced = True
+                since = time.perf_counter()
                 logger.warning("result store %s: %s", self.name, line)
+            if announced and announced is not _LONG and time.perf_counter() - since > max(
+                    LONG_WAIT, 2 * self._longest):
+                announced = _LONG
+                logger.warning("result store %s: %s", self.name, self.long_wait_line(
+                    unit_id, time.perf_counter() - since))
             time.sleep(poll)
