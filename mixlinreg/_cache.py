@@ -29,6 +29,10 @@ cached function of this package a digest of the source of everything the kernels
 package module they import, transitively). An edit to any of them, or an upgrade, changes the
 digest, numba finds every cached kernel of the package out of date and compiles it again (and
 overwrites the old entries); the folders stay where they are.
+
+A damaged cache file of the package (a truncated ``.nbc``, a garbage ``.nbi``: a full disk, a copy
+cut short) is read as a missing one (:func:`guard_cache_files`): one line names it, it is removed,
+and the kernel compiles again and is cached anew.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import tempfile
 from pathlib import Path
 
 __all__ = ["setup", "choose", "cache_subfolder", "writable", "PACKAGE", "kernel_sources",
-           "kernel_digest", "register_locators"]
+           "kernel_digest", "register_locators", "guard_cache_files"]
 
 logger = logging.getLogger("mixlinreg")
 #: the package folder, whose ``__pycache__`` numba uses when ``NUMBA_CACHE_DIR`` is unset
@@ -159,6 +163,67 @@ def register_locators(digest=None):
     keyed = [_keyed(base, digest) for base in classes]
     home._locator_classes = keyed + classes
     return digest
+
+
+def _ours(cache_path) -> bool:
+    """Whether numba's cache folder ``cache_path`` is one of this package's (its ``__pycache__``,
+    or its sub-folder of ``NUMBA_CACHE_DIR`` or of numba's user cache folder)."""
+    try:
+        path = Path(cache_path).resolve()
+    except (OSError, ValueError):
+        return False
+    return path == PACKAGE / "__pycache__" or path.name == cache_subfolder()
+
+
+def _damaged(path, exc):
+    """Say once that a cache file was damaged, and remove it (the kernel compiles again)."""
+    try:
+        Path(path).unlink(missing_ok=True)
+        fate = "removed it; the kernel compiles again and is cached anew"
+    except OSError as err:
+        fate = f"could not remove it ({err.strerror or err}): delete the folder {Path(path).parent}"
+    logger.warning("mixlinreg: the compiled-kernel cache file %s was damaged (%s: %s); %s",
+                   path, type(exc).__name__, exc, fate)
+
+
+def guard_cache_files():
+    """Make numba read a damaged cache file of this package (a truncated ``.nbc``, a garbage
+    ``.nbi``: a disk that filled up, a copy cut short) as a missing one: the file is removed, one
+    line names it, and the kernel compiles again, instead of every later command failing on an
+    unpickling error. Other packages' cache files are read as numba reads them. Idempotent."""
+    from numba.core import caching
+
+    cls = caching.IndexDataCacheFile
+    if getattr(cls, "_mixlinreg_guarded", False):
+        return
+    load_index, load_data = cls._load_index, cls._load_data
+
+    def _load_index(self):
+        try:
+            return load_index(self)
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as exc:
+            if not _ours(self._cache_path):
+                raise
+            _damaged(self._index_path, exc)
+            return {}
+
+    def _load_data(self, name):
+        try:
+            return load_data(self, name)
+        except OSError:
+            raise  # numba's own case: a data file removed while the index names it
+        except (KeyboardInterrupt, SystemExit, MemoryError):
+            raise
+        except Exception as exc:
+            if not _ours(self._cache_path):
+                raise
+            _damaged(self._data_path(name), exc)
+            raise OSError(f"damaged cache file {self._data_path(name)}") from None
+
+    cls._load_index, cls._load_data = _load_index, _load_data
+    cls._mixlinreg_guarded = True
 
 
 def _inside(py_file) -> bool:
@@ -332,6 +397,7 @@ def setup():
     choice = choose()
     DECISION.update(choice)
     DECISION["kernel_digest"] = register_locators()
+    guard_cache_files()
     if choice["failed"] is None:
         return DECISION
     if choice["folder"] is None:
