@@ -52,9 +52,9 @@ def _edit(path, old, new):
     path.write_text(text.replace(old, new))
 
 
-#: Huber's value branches in ``losses.ell``, and the same loss doubled (an exact factor 2)
-HUBER = ("            return 0.5 * r * r\n        return delta * (a - 0.5 * delta)\n",
-         "            return r * r\n        return 2.0 * delta * (a - 0.5 * delta)\n")
+#: Huber's value branches in ``losses.huber_value``, and the same loss doubled (an exact factor 2)
+HUBER = ("        return 0.5 * r * r\n    return delta * (a - 0.5 * delta)\n",
+         "        return r * r\n    return 2.0 * delta * (a - 0.5 * delta)\n")
 
 
 def test_kernel_sources_are_the_jitted_modules_and_their_imports():

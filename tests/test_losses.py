@@ -109,3 +109,42 @@ def test_multinomial_array_forms_match_scipy():
     assert_allclose(multinomial_value(Zm, y), logsumexp(Zm, axis=1) - Zm[np.arange(7), y],
                     rtol=1e-13, atol=1e-14)
     assert_allclose(multinomial_derivative(Zm, y), softmax(Zm, axis=1) - np.eye(4)[y], atol=1e-15)
+
+
+DISPATCHERS = ("ell", "dell", "d2ell")  # the kernel's, in the order of Loss.scalars
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_entry_is_reachable_through_each_numba_dispatcher(name):
+    # the kernel calls a loss by its runtime code through ell, dell and d2ell, one line per loss
+    # each: every code must give its entry's own scalar (a missing line gives NaN, a wrong one
+    # another loss's value), tried where the losses differ from one another
+    from mixlinreg import losses
+
+    loss = get(name)
+    z = np.array([-3.0, -0.7, 0.2, 0.9, 2.5])
+    y = np.array([0.0, 1.0, 0.3, 0.0, 1.0]) if name == "logistic" else np.array([1.3, -2.0, 0.1, 3.0, 2.5])
+    for order, (dispatcher, scalar) in enumerate(zip(DISPATCHERS, loss.scalars)):
+        got = loss._eval(z, y, 0.5, order)  # through losses._apply, which calls the dispatcher
+        want = np.array([scalar(float(a), float(b), 0.5) for a, b in zip(z, y)])
+        assert_allclose(got, want, rtol=1e-14, atol=1e-15, err_msg=(
+            f"the loss {name!r} (code {loss.code}) is not reached through losses.{dispatcher}: "
+            f"add `elif code == {loss.code}: return {scalar.__name__}(z, y, delta)` to "
+            f"{dispatcher} in mixlinreg/losses.py"))
+    for dispatcher in DISPATCHERS:  # a code without a line is NaN, never the last loss's value
+        assert np.isnan(getattr(losses, dispatcher)(0.5, 0.25, 99, 1.0)), dispatcher
+
+
+def test_the_registry_is_built_from_its_one_list_of_entries():
+    from mixlinreg import losses
+
+    assert tuple(LOSSES.values()) == losses.SCALAR_LOSSES
+    assert CODES == {e.name: e.code for e in losses.SCALAR_LOSSES}
+    assert len(set(losses.KERNEL_CODES.values())) == len(losses.KERNEL_CODES)  # no code twice
+    assert losses.KERNEL_CODES == {**CODES, "multinomial": losses.MULTINOMIAL}
+    for e in losses.SCALAR_LOSSES:
+        assert len(e.scalars) == len(e.arrays) == 3, e.name
+        assert losses.curvature_bound(e.name) == e.curvature[1]
+    assert losses.curvature_bound("multinomial") == losses.MULTINOMIAL_CURVATURE[1] == 0.5
+    with pytest.raises(ValueError, match="loss must be one of .*multinomial.*got 'hinge'"):
+        losses.curvature_bound("hinge")
