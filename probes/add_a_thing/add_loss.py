@@ -1,57 +1,67 @@
 """Add the log-cosh loss, ell(z, y) = log cosh(z - y), to losses.py as docs/development.md says:
-its code in CODES, its scalar branches in ell, dell, d2ell, its branches in value_array,
-derivative_array and second_array, and a Loss entry in LOSSES; and its closed-form test."""
+its section (three numba scalars, their three array forms, its Loss entry), the entry in
+SCALAR_LOSSES and one line in each of the dispatchers ell, dell, d2ell; and its closed-form test."""
 import sys
 p, t = sys.argv[1], sys.argv[2]
 s = open(p).read()
 def sub(old, new, count=1):
     global s
-    assert s.count(old) >= 1, old
+    assert s.count(old) == 1, old
     s = s.replace(old, new, count)
-sub('CODES = {"squared": 0, "logistic": 1, "huber": 2}', 'CODES = {"squared": 0, "logistic": 1, "huber": 2, "logcosh": 4}')
-# scalars: the Huber branch is the last `else`; log-cosh goes before it
-sub('''    else:
-        r = y - z
-        a = abs(r)
-        if a <= delta:''', '''    elif code == 4:
-        a = abs(z - y)
-        return a + np.log1p(np.exp(-2.0 * a)) - np.log(2.0)
-    else:
-        r = y - z
-        a = abs(r)
-        if a <= delta:''')
-sub('''    else:
-        r = y - z
-        if r > delta:''', '''    elif code == 4:
-        return np.tanh(z - y)
-    else:
-        r = y - z
-        if r > delta:''')
-sub('''    else:
-        return 1.0 if abs(np.float64(y) - z) <= delta else 0.0''', '''    elif code == 4:
-        th = np.tanh(z - np.float64(y))
-        return 1.0 - th * th
-    else:
-        return 1.0 if abs(np.float64(y) - z) <= delta else 0.0''')
-sub('''    r = y - z
-    a = xp.abs(r)
-    return xp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))''', '''    if code == CODES["logcosh"]:
-        a = xp.abs(z - y)
-        return a + xp.log1p(xp.exp(-2.0 * a)) - np.log(2.0)
-    r = y - z
-    a = xp.abs(r)
-    return xp.where(a <= delta, 0.5 * r * r, delta * (a - 0.5 * delta))''')
-sub('''    r = y - z
-    return xp.where(r > delta, -delta, xp.where(r < -delta, delta, -r))''', '''    if code == CODES["logcosh"]:
-        return xp.tanh(z - y)
-    r = y - z
-    return xp.where(r > delta, -delta, xp.where(r < -delta, delta, -r))''')
-sub('''    return (xp.abs(y - z) <= delta).astype(z.dtype)''', '''    if code == CODES["logcosh"]:
-        th = xp.tanh(z - y)
-        return 1.0 - th * th
-    return (xp.abs(y - z) <= delta).astype(z.dtype)''')
-sub('''          "huber": Loss("huber", 2, (0.0, 1.0), param="delta")}''', '''          "huber": Loss("huber", 2, (0.0, 1.0), param="delta"),
-          "logcosh": Loss("logcosh", 4, (0.0, 1.0))}''')
+# its section, before the registry
+sub('''# ---------------------------------------------------------------------------------- the registry
+''', '''# ---------------------------------------------------------------------------------- logcosh
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def logcosh_value(z, y, delta):
+    """``log cosh(z - y)``, evaluated without overflow."""
+    a = abs(z - y)
+    return a + np.log1p(np.exp(-2.0 * a)) - np.log(2.0)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def logcosh_derivative(z, y, delta):
+    """``tanh(z - y)``."""
+    return np.tanh(z - y)
+
+
+@nb.njit(fastmath=FASTMATH, cache=True, inline="always")
+def logcosh_second(z, y, delta):
+    """``1 - tanh(z - y)^2``."""
+    th = np.tanh(z - y)
+    return 1.0 - th * th
+
+
+def logcosh_value_array(z, y, delta, xp):
+    a = xp.abs(z - y)
+    return a + xp.log1p(xp.exp(-2.0 * a)) - np.log(2.0)
+
+
+def logcosh_derivative_array(z, y, delta, xp):
+    return xp.tanh(z - y)
+
+
+def logcosh_second_array(z, y, delta, xp):
+    th = xp.tanh(z - y)
+    return 1.0 - th * th
+
+
+LOGCOSH_LOSS = Loss("logcosh", 4, (0.0, 1.0),
+                    scalars=(logcosh_value, logcosh_derivative, logcosh_second),
+                    arrays=(logcosh_value_array, logcosh_derivative_array, logcosh_second_array))
+
+
+# ---------------------------------------------------------------------------------- the registry
+''')
+# its entry in the one list
+sub('SCALAR_LOSSES = (SQUARED_LOSS, LOGISTIC_LOSS, HUBER_LOSS)',
+    'SCALAR_LOSSES = (SQUARED_LOSS, LOGISTIC_LOSS, HUBER_LOSS, LOGCOSH_LOSS)')
+# one line in each dispatcher
+for kind in ("value", "derivative", "second"):
+    sub(f'''        return huber_{kind}(z, y, delta)
+''', f'''        return huber_{kind}(z, y, delta)
+    elif code == 4:
+        return logcosh_{kind}(z, y, delta)
+''')
 open(p, "w").write(s)
 tt = open(t).read() + '''
 

@@ -3,6 +3,8 @@
 # docs/development.md alone. Prints what each trial edited and whether it worked.
 set -uo pipefail
 # Run from a checkout with its virtual environment active: bash probes/add_a_thing/run.sh
+# (all three trials), or name the ones to run: bash probes/add_a_thing/run.sh loss
+ONLY=" ${*:-study method loss} "
 T=$(cd "$(dirname "$0")" && pwd)
 MAIN=$(git -C "$T" rev-parse --show-toplevel)
 TMP=$(mktemp -d)
@@ -14,6 +16,7 @@ export PYTHONPATH="$W"   # this worktree's package, not the editable install's
 mkdir -p mixlinreg/__pycache__ && cp "$MAIN"/mixlinreg/__pycache__/*.nb[ic] mixlinreg/__pycache__/ 2>/dev/null
 echo "== package from: $(python -c 'import mixlinreg; print(mixlinreg.__file__)')"
 
+if [[ $ONLY == *" study "* ]]; then
 echo "== trial 1: a study (its module, its words, its config; then the one step)"
 cp $T/x1.py mixlinreg/theory/studies/x1.py
 cp $T/x1.md mixlinreg/theory/studies/x1.md
@@ -26,7 +29,9 @@ git status --short | sed 's/^/   /'
 grep -n "X1" README.md | head -3
 python -m pytest -q -n 2 -p no:cacheprovider tests/test_derived_docs.py tests/test_committed_records.py tests/test_study_words.py tests/test_paper_checks.py tests/test_readme.py tests/test_front_page.py tests/test_structure.py tests/test_reliability.py -k "not slow" 2>&1 | tail -2
 git stash -q -u && echo "   (trial 1 undone)"
+fi
 
+if [[ $ONLY == *" method "* ]]; then
 echo "== trial 2: a compare method (its file only)"
 python -m mixlinreg.cli compare --preset smoke --out $TMP/cmp_before --no-store --no-progress 2>&1 | tail -1
 python $T/add_method.py mixlinreg/compare.py
@@ -34,11 +39,14 @@ git status --short | sed 's/^/   /'
 python -m mixlinreg.cli compare --preset smoke --out $TMP/cmp_after --no-store --no-progress 2>&1 | tail -1
 python $T/same_rows.py $TMP/cmp_before $TMP/cmp_after
 git checkout -q -- mixlinreg/compare.py && echo "   (trial 2 undone)"
+fi
 
-echo "== trial 3: a loss (its registry entry in losses.py, its test)"
+if [[ $ONLY == *" loss "* ]]; then
+echo "== trial 3: a loss (its section and entry in losses.py, a line per dispatcher, its test)"
 python $T/add_loss.py mixlinreg/losses.py tests/test_losses.py
 git status --short | sed 's/^/   /'
 python $T/use_loss.py
 python -m pytest -q -n 0 -p no:cacheprovider tests/test_losses.py 2>&1 | tail -2
 git checkout -q -- mixlinreg/losses.py tests/test_losses.py && echo "   (trial 3 undone)"
+fi
 cd / && git -C "$MAIN" worktree remove --force "$W" && rm -rf "$TMP"
