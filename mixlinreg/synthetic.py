@@ -105,6 +105,22 @@ def _checked(m, L, alpha, beta, d, n_classes, clusters, test_fraction, sizes):
                                                             size_cap)
 
 
+def _fits(m, d, largest, total, what, lower):
+    """Refuse (``UnitMemoryError``, naming the parameters) a draw whose arrays cannot fit: the
+    padded train and test arrays (``m x largest x (d + 1)`` float64, with their labels) and one
+    device's draw, against the memory available here."""
+    from ._memory import UnitMemoryError, available_bytes, format_bytes
+
+    need = 8.0 * m * float(largest) * (d + 2) + 8.0 * m * d + 8.0 * float(total) / max(m, 1) * (d + 1)
+    room = available_bytes()
+    if not np.isfinite(need) or need > 2.0**62 or (room is not None and need > room):
+        have = "" if room is None else f", and {format_bytes(room)} are available"
+        raise UnitMemoryError(
+            f"make_fedprox_synthetic: {what} need about "
+            f"{format_bytes(need) if np.isfinite(need) and need < 2.0**80 else 'more memory than any machine has'} "
+            f"for m = {m} devices with d = {d} features{have}: lower {lower}")
+
+
 def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=10,
                            clusters="model", test_fraction=0.1, size_mean=4.0, size_sd=2.0,
                            size_min=50, size_cap=None, rng=None) -> FedSynthetic:
@@ -168,6 +184,7 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
     m, L, alpha, beta, d, C, test_fraction, (size_mean, size_sd, size_min, size_cap) = _checked(
         m, L, alpha, beta, d, n_classes, clusters, test_fraction,
         (size_mean, size_sd, size_min, size_cap))
+    _fits(m, d, size_min, size_min, "the smallest sizes (size_min each)", "m, d or size_min")
     gen = as_generator(rng)
     labels = gen.permutation(np.arange(m) % L).astype(np.int64)
     W = np.empty((L, C, d))
@@ -183,7 +200,15 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
         means = v_cluster[labels]
     else:
         means = np.stack([gen.normal(gen.normal(0.0, beta), 1.0, size=d) for _ in range(m)])
-    sizes = np.exp(gen.normal(size_mean, size_sd, size=m)).astype(np.int64) + size_min
+    log_sizes = gen.normal(size_mean, size_sd, size=m)
+    big = float(np.exp(min(float(log_sizes.max()), 700.0))) + size_min
+    if size_cap is not None:
+        big = min(big, float(size_cap))
+    _fits(m, d, big, float(np.minimum(np.exp(np.minimum(log_sizes, 700.0)) + size_min,
+                                      size_cap or np.inf).sum()),
+          f"the sizes drawn (the largest device has {big:.3g} samples)",
+          "size_mean, size_sd or m, or set size_cap")
+    sizes = np.exp(log_sizes).astype(np.int64) + size_min
     if size_cap is not None:
         sizes = np.minimum(sizes, size_cap)
     n_train = np.clip(((1.0 - test_fraction) * sizes).astype(np.int64), 1, sizes - 1)

@@ -111,3 +111,20 @@ def test_device_accuracy_checks_its_input():
         device_accuracy(np.ones((3, 1, 2)), X, y, [1, 1])
     with pytest.raises(ValueError, match="n_rows"):
         device_accuracy(np.ones((2, 1, 2)), X, y, [0, 4])
+
+
+@pytest.mark.parametrize("kw, names", [
+    (dict(m=100, L=4, size_mean=30.0), "size_mean, size_sd or m, or set size_cap"),
+    (dict(m=100000, d=2000), "m, d or size_min"),  # refused before the first draw
+])
+def test_a_draw_too_large_for_memory_is_refused_by_its_parameters_before_it_draws(kw, names):
+    from mixlinreg._memory import UnitMemoryError
+
+    with pytest.raises(UnitMemoryError, match="make_fedprox_synthetic") as err:
+        make_fedprox_synthetic(**kw, rng=0)
+    assert names in str(err.value) and f"m = {kw['m']}" in str(err.value)
+
+
+def test_sizing_does_not_change_the_draws():
+    a = make_fedprox_synthetic(m=20, L=4, rng=3)
+    assert a.X.sum() == pytest.approx(-152916.52175837912, rel=1e-12)  # the value before sizing
