@@ -502,7 +502,14 @@ def run_digits(seeds=None, *, m=None, n=None, n_test=None, k=None, tau=None, rou
     cfg = {key: v for key, v in cfg.items() if PROTOCOL.get(key, v) != v or key not in PROTOCOL}
     seeds = check_int("seeds", seeds, low=1)
     progress = check_bool("progress", progress)
-    check_int("k", cfg["k"], low=1, high=check_int("m", cfg["m"], low=1))
+    m_ = check_int("m", cfg["m"], low=1)
+    k_ = check_int("k", cfg["k"], low=1)
+    if k_ > m_:  # say where k came from: the user may have typed only m
+        given = ("k" if k is not None else "rotations" if rotations is not None
+                 else f"the {preset} preset's k")
+        raise ValueError(f"m must be at least k = {k_} ({given}: one machine per cluster at "
+                         f"least), got m = {m_}; give m >= {k_}, or fewer clusters (k, or "
+                         f"rotations)")
     _check_protocol(cfg)
     from .runner import run
 

@@ -391,3 +391,14 @@ def test_cli_protocol_options(tmp_path, capsys):
     assert main(["digits", "--seeds", "1", "--m", "8", "--n", "10", "--test-rule", "lowest-loss",
                  "--n-test", "25", "--no-store", "--out", str(tmp_path)]) == 2
     assert "n_test must be a multiple of n" in capsys.readouterr().err
+
+
+def test_too_few_machines_for_the_clusters_names_where_k_came_from():
+    from mixlinreg.digits import run_digits
+
+    with pytest.raises(ValueError, match=r"m must be at least k = 4 \(the smoke preset's k"):
+        run_digits(m=3, preset="smoke")
+    with pytest.raises(ValueError, match=r"m must be at least k = 3 \(rotations"):
+        run_digits(m=2, rotations=[0, 90, 180], preset="smoke")
+    with pytest.raises(ValueError, match=r"m must be at least k = 2 \(k:"):
+        run_digits(m=1, k=2, preset="smoke")
