@@ -35,6 +35,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import resource
 import time
 import zlib
@@ -371,6 +372,9 @@ def _work(workload, root, unit, threads, pin_blas=True):
                 rows, info = workload.compute_unit(unit)
         finally:
             numba.set_num_threads(before)
+        owner = _WATCHED.get("owner")
+        if owner and not owner_alive(*owner):  # the dispatching process died meanwhile
+            os._exit(70)
         store.write(unit, rows, **workload.to_csv_kw)
     finally:
         store.release(unit)
@@ -403,6 +407,8 @@ def _dispatch(fn, items, *, n_jobs, backend, threads, thread_workers=1):
             yield fn(it)
         return
     items = yield from compile_once_first(fn, items, n_jobs=n_jobs, backend=backend)
+    if backend == "loky":  # local workers end with this process (no orphans after a kill -9)
+        fn = _Owned(fn)
     tasks = (joblib.delayed(fn)(it) for it in items)
     if backend == "dask":
         cfg = joblib.parallel_config(backend="dask")
@@ -436,6 +442,65 @@ def _in_threads(fn, items, workers):
                     yield fut.result()
     finally:  # on an error or Ctrl-C, units not started are not started
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Owned:
+    """``fn`` run in a local worker process (loky) that ends with the process that dispatched it:
+    no orphan keeps computing and writing units after its parent was killed (``kill -9``)."""
+
+    def __init__(self, fn):
+        from .store import _proc_start
+
+        self.fn = fn
+        self.owner = (os.getpid(), _proc_start(os.getpid()))
+
+    def __call__(self, item, *args):
+        watch_owner(*self.owner)
+        return self.fn(item, *args)
+
+
+#: the owner this worker process watches (pid, start), once per process
+_WATCHED = {}
+
+
+def owner_alive(pid, start) -> bool:
+    """Whether the process ``pid`` that started at ``start`` (``/proc`` clock ticks; None: not
+    known) still runs and is not a zombie."""
+    from .store import _pid_alive, _proc_start
+
+    if not _pid_alive(pid):
+        return False
+    try:
+        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):
+            return False
+    except (OSError, IndexError):
+        pass
+    now = _proc_start(pid)
+    return start is None or now is None or now == start
+
+
+def watch_owner(pid, start, every=1.0):
+    """In a worker process: end this process (exit status 70) within about ``every`` seconds of
+    the death of the process ``(pid, start)`` that gave it work, or of a change of its parent
+    (it was re-parented: its parent died). Nothing in that process itself, or once watching."""
+    import threading
+
+    if pid == os.getpid() or _WATCHED.get("owner") == (pid, start):
+        return
+    _WATCHED["owner"] = (pid, start)
+    parent = os.getppid()
+
+    def watch():
+        while _WATCHED.get("owner") == (pid, start):
+            time.sleep(every)
+            if not owner_alive(pid, start) or (parent == pid and os.getppid() != parent):
+                logger.warning("mixlinreg worker %d: the process that started it (pid %d) is gone; "
+                               "stopping (its finished units are kept, an unfinished one is "
+                               "computed again by the next run)", os.getpid(), pid)
+                os._exit(70)
+
+    threading.Thread(target=watch, daemon=True, name="mixlinreg-owner-watch").start()
 
 
 class _Call:
