@@ -392,3 +392,13 @@ def test_two_check_processes_on_one_store(tmp_path):
     with warnings_as_errors():
         assert len(units.done()) == len(units.ids()) == alone["units_computed"]
     assert not list(folder.glob("*.lock")) and not list(folder.glob(".*.tmp"))
+
+
+def test_a_folder_where_a_lock_belongs_is_named(tmp_path):
+    from mixlinreg.runner.store import StoreError
+
+    us = UnitStore(tmp_path)
+    (tmp_path / "u.lock").mkdir()
+    with pytest.raises(StoreError, match=r"u\.lock is a folder, where unit u's lock file belongs"):
+        us.get_or_compute("u", lambda: pd.DataFrame({"x": [1.0]}), poll=0.01)
+    assert (tmp_path / "u.lock").is_dir()  # nothing renamed or removed

@@ -424,10 +424,14 @@ class UnitStore:
 
     # ------------------------------------------------------------------ claims
     def _lock_info(self, unit_id):
+        lock = self.lock_path(unit_id)
         try:
-            return json.loads(self.lock_path(unit_id).read_text())
+            return json.loads(lock.read_text())
         except FileNotFoundError:
             return None
+        except IsADirectoryError:
+            raise StoreError(f"{lock} is a folder, where unit {unit_id}'s lock file belongs: "
+                             f"move it out of the store (or remove it) and run again") from None
         except (ValueError, OSError):
             return {}  # being written, or damaged: judged by its age
 
