@@ -165,6 +165,12 @@ def _swallowed_in(frame, depth=64):
     return False
 
 
+def _is_store_error(exc) -> bool:
+    from .runner.store import StoreError
+
+    return isinstance(exc, StoreError)
+
+
 def _ending(exc, state):
     """``(exit status, line)`` for the exception that ended the command."""
     if state.interrupted or isinstance(exc, KeyboardInterrupt):
@@ -180,6 +186,8 @@ def _ending(exc, state):
                        f"({first}): pip install 'mixlinreg[{EXTRAS[root]}]'")
         return 1, (f"error: a Python package mixlinreg needs is missing ({first}); reinstall "
                    f"mixlinreg (pip install mixlinreg)")
+    if _is_store_error(exc):  # the store's state or the disk, not the command's words: exit 1
+        return 1, f"error: {first}" + state.tail()
     if isinstance(exc, USER_ERRORS):
         return 2, f"error: {first}"
     if type(exc).__name__ in _WORKER_DIED:

@@ -201,6 +201,11 @@ def test_ctrl_c_inside_a_finalizer_is_raised_after_it(tmp_path):
         "A worker process managed by the executor was unexpectedly terminated.\n\nThe exit codes "
         "of the workers are {SIGKILL(-9)}"), 1,
      ["a worker process died (exit codes {SIGKILL(-9)})", "fewer --n-jobs", "resume with"]),
+    (__import__("mixlinreg.runner.store", fromlist=["StoreWriteError"]).StoreWriteError(
+        "result store: no space left on the disk (ENOSPC) while writing unit u1"), 1,
+     ["error: result store: no space left on the disk (ENOSPC)", "resume with"]),
+    (__import__("mixlinreg.runner.store", fromlist=["StoreError"]).StoreError(
+        "the store's manifest.json is damaged"), 1, ["error: the store's manifest.json is damaged"]),
     (KeyError("cells"), 1, ["internal error: KeyError: 'cells'", "MIXLINREG_TRACEBACK=1",
                             "resume with"]),
     (ModuleNotFoundError("No module named 'distributed'", name="distributed"), 2,
