@@ -348,3 +348,17 @@ def test_docstring_examples(name):
                                   else f"mixlinreg.baselines.{name}")
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("fedavg", dict(lr=50.0, n_rounds=50)), ("fpfc", dict(lr=50.0, n_rounds=50, rng=0)),
+    ("cfl", dict(lr=50.0, max_rounds=50)), ("local_train", dict(lr=5000.0, n_steps=200)),
+])
+def test_a_diverged_baseline_warns_as_ifca_does(name, kw):
+    import mixlinreg as mlr
+    from mixlinreg import baselines
+
+    mix = mlr.make_mixture(m=8, n=20, d=5, k=2, R=1.0, sigma=0.1, rng=3)
+    with pytest.warns(mlr.ConvergenceWarning, match=f"{name} diverged"):
+        res = getattr(baselines, name)(mix.X, mix.y, **kw)
+    assert res.extra["diverged"]

@@ -6,7 +6,8 @@ import numpy as np
 
 from .. import _numerics
 from .._validation import check_choice, check_float, check_int
-from ._common import LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights
+from ._common import (LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights,
+                      warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
@@ -342,6 +343,7 @@ def _result(final, active, m, shape, rounds, splits, history, active_rounds, div
     labels = np.empty(m, dtype=np.int64)
     for j, g in enumerate(groups):
         labels[g[1]] = j
+    warn_diverged("cfl", diverged)
     extra = {"splits": splits, "nodes": np.array([g[0] for g in groups], dtype=np.int64),
              "history": history, "active_rounds": active_rounds,
              "converged": (not active) and not diverged, "diverged": diverged}

@@ -11,6 +11,21 @@ from ..losses import CODES, KERNEL_CODES, curvature_bound, derivative_array, mul
 _LOSSES = ("squared",)
 
 
+def warn_diverged(method, diverged, hint="lower lr"):
+    """Warn (mixlinreg's ``ConvergenceWarning``, as :func:`mixlinreg.ifca` does) when a baseline's
+    run diverged (its models stopped being finite or grew past the divergence threshold): the
+    result is still returned, flagged ``extra["diverged"]``."""
+    if diverged:
+        import warnings
+
+        from .. import ConvergenceWarning
+
+        warnings.warn(f"{method} diverged: its models stopped being finite or grew past the "
+                      f"divergence threshold (the result is flagged extra['diverged']); {hint}",
+                      ConvergenceWarning, stacklevel=3)
+    return diverged
+
+
 def check_data(X, y):
     """``X`` (m, n, d) and ``y`` (m, n) as finite C-contiguous float64 arrays."""
     X = check_array("X", X, ndim=3, dtype=np.float64)

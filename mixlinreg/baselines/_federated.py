@@ -18,7 +18,7 @@ from .._validation import check_array, check_choice, check_float, check_int
 from ..losses import LOSSES as _SCALAR_LOSSES
 from ..losses import multinomial_value
 from ._common import (LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights,
-                      smoothness)
+                      smoothness, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["local_train", "fedavg", "per_fedavg", "ifca_weighted", "machine_losses"]
@@ -65,9 +65,9 @@ class _Problem:
         return machine_losses(self.X, self.y, T.reshape((self.m,) + self.shape), self.weights,
                               self.loss, self.delta, self.l2)
 
-    def result(self, theta, labels, rounds, floats, extra):
+    def result(self, theta, labels, rounds, floats, extra, method):
         theta = np.asarray(theta).reshape((-1,) + self.shape)
-        extra["diverged"] = bool(not np.all(np.isfinite(theta)))
+        extra["diverged"] = warn_diverged(method, bool(not np.all(np.isfinite(theta))))
         return BaselineResult(theta=theta, labels=np.asarray(labels, dtype=np.int64),
                               n_rounds=int(rounds), floats_sent_per_machine=float(floats),
                               extra=extra)
@@ -134,7 +134,7 @@ def local_train(X, y, *, lr=None, n_steps=100, l2=0.0, loss="squared", n_classes
         for _ in range(n_steps):
             T = T - lr * pb.grad(pb.idx, T)
         final = pb.values(T)
-    return pb.result(T, np.arange(pb.m), 0, 0.0, {"loss": final, "lr": float(lr)})
+    return pb.result(T, np.arange(pb.m), 0, 0.0, {"loss": final, "lr": float(lr)}, "local_train")
 
 
 def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0.0,
@@ -186,7 +186,7 @@ def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0
             w = p @ T
         objective = float(p @ pb.values(pb.tiled(w)))
     return pb.result(w[None], np.zeros(pb.m), n_rounds, 2.0 * pb.p * n_rounds,
-                     {"objective": objective, "lr": float(lr)})
+                     {"objective": objective, "lr": float(lr)}, "fedavg")
 
 
 def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
@@ -255,7 +255,7 @@ def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
         for _ in range(adapt_steps):
             P = P - alpha * pb.grad(pb.idx, P)
     return pb.result(P, np.arange(pb.m), n_rounds, 2.0 * pb.p * n_rounds,
-                     {"meta": w.reshape(pb.shape)})
+                     {"meta": w.reshape(pb.shape)}, "per_fedavg")
 
 
 def _assign(F):
@@ -344,7 +344,8 @@ def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_d
     extra = {"kept": kept, "n_clusters": int(np.unique(labels[kept]).size),
              "theta_runs": thetas.reshape((R, k) + pb.shape), "labels_runs": labels,
              "loss_runs": losses}
-    return pb.result(thetas[kept], labels[kept], n_iter, (k + 1) * pb.p * n_iter, extra)
+    return pb.result(thetas[kept], labels[kept], n_iter, (k + 1) * pb.p * n_iter, extra,
+                     "ifca_weighted")
 
 
 def _all_losses(pb, th):

@@ -11,7 +11,7 @@ from .._validation import as_generator, check_choice, check_float, check_int
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
 from ._common import (check_data, check_l2, loss_gradient, model_start, sample_weights,
-                      smoothness)
+                      smoothness, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["fpfc"]
@@ -327,6 +327,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     else:  # the paper's n_i-weighted means
         np.add.at(centers, labels, counts[:, None] * omega)
         centers /= np.bincount(labels, weights=counts, minlength=n_clusters)[:, None]
+    warn_diverged("fpfc", diverged)
     return BaselineResult(
         theta=centers.reshape((n_clusters,) + shape), labels=labels, n_rounds=done,
         floats_sent_per_machine=float(2 * d * done),

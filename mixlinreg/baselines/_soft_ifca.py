@@ -7,7 +7,7 @@ import numpy as np
 from .. import _numerics
 from .._validation import check_array, check_float, check_int
 from ..losses import LOSSES
-from ._common import check_data, check_l2, check_loss
+from ._common import check_data, check_l2, check_loss, warn_diverged
 from ._result import BaselineResult
 
 __all__ = ["soft_ifca"]
@@ -148,6 +148,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
         w = _soft_weights(F, temperature)
         loss_value = float(np.mean(F.min(axis=1)))
     labels = np.argmax(w, axis=1).astype(np.int64)
+    warn_diverged("soft_ifca", diverged)
     return BaselineResult(theta=theta, labels=labels, n_rounds=done,
                           floats_sent_per_machine=float(2 * k * d * done),
                           extra={"weights": w, "loss": loss_value, "diverged": diverged})
