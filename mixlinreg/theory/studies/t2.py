@@ -37,6 +37,9 @@ SCHEMA = {
         "n_prime": Spec("list[int]", low=1), "alpha0": Spec("float", low=0, high=0.5, open="both"),
         "n_samples": Spec("int", low=100), "n_line": Spec("int", low=100),
         "n_points": Spec("int", low=1), "n_bisect": Spec("int", low=0),
+        # the step is step_mult / L (the theorem's 1/L at the default 1; the control's smaller
+        # step contracts more slowly than the claimed 1 - p lambda/(8L))
+        "step_mult": Spec("float", low=0, open="low", required=False, default=1.0),
     },
     "margins": {
         "floor_mult": Spec("float", low=1, open="low"),
@@ -79,7 +82,7 @@ def compute(spec, params, rng, shared):
                                          df=s["df"])
         init = init_at_distance(centers, radius, runs, gen)
         # one numba thread: these calls are small (results do not depend on it)
-        res = ifca(X, y, init, 1.0 / L, n_iter=T, theta_star=centers, loss=loss, l2=s["l2"],
+        res = ifca(X, y, init, p["step_mult"] / L, n_iter=T, theta_star=centers, loss=loss, l2=s["l2"],
                    huber_delta=s["huber_delta"], resample=True, trace=True, n_threads=1)
         lab = res.trace.labels  # (T+1, runs, m)
         for j in range(K):
