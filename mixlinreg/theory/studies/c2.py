@@ -46,6 +46,9 @@ SCHEMA = {
         "alpha0": Spec("float", low=0, high=0.5, open="both"),
         "n_samples": Spec("int", low=100), "n_line": Spec("int", low=100),
         "n_points": Spec("int", low=1), "n_bisect": Spec("int", low=0),
+        # the step is step_mult / L (the corollary's 1/L at the default 1; the oracle's is scaled
+        # alike): the control's small step leaves the T iterations far from converged
+        "step_mult": Spec("float", low=0, open="low", required=False, default=1.0),
     },
     "margins": {
         "allowance_mult": Spec("float", low=0),
@@ -102,7 +105,7 @@ def compute(spec, params, rng, shared):
         X, y, labels = draw_cluster_data(loss, ts, sizes, 2 * n_prime * T, gen, sigma=s["sigma"],
                                          df=s["df"])
         init = init_at_distance(centers, radius, 1, gen)
-        res = ifca(X, y, init, 1.0 / L, n_iter=T, theta_star=centers, **_ifca_kw(loss))
+        res = ifca(X, y, init, p["step_mult"] / L, n_iter=T, theta_star=centers, **_ifca_kw(loss))
         dj = np.stack([res.trace.dist[:, 0, j, j] for j in range(K)], axis=1)  # (T+1, k)
         lab = res.trace.labels[:T, 0]  # (T, m)
         mis_late = float((lab[T // 2:] != labels).mean())
@@ -114,7 +117,8 @@ def compute(spec, params, rng, shared):
             eo = []
             for j in range(K):
                 sel = labels == j
-                ro = ifca(X[sel], y[sel], init[:, j:j + 1], sizes[j] / m / L, n_iter=T,
+                ro = ifca(X[sel], y[sel], init[:, j:j + 1], p["step_mult"] * sizes[j] / m / L,
+                         n_iter=T,
                           theta_star=centers[j:j + 1], **_ifca_kw(loss))
                 eo.append(float(ro.trace.dist[T, 0, 0, 0]))
         else:
