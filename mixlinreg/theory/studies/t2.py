@@ -82,7 +82,8 @@ def compute(spec, params, rng, shared):
                                          df=s["df"])
         init = init_at_distance(centers, radius, runs, gen)
         # one numba thread: these calls are small (results do not depend on it)
-        res = ifca(X, y, init, p["step_mult"] / L, n_iter=T, theta_star=centers, loss=loss, l2=s["l2"],
+        res = ifca(X, y, init, p["step_mult"] / L, n_iter=T, theta_star=centers, loss=loss,
+                   l2=s["l2"],
                    huber_delta=s["huber_delta"], resample=True, trace=True, n_threads=1)
         lab = res.trace.labels  # (T+1, runs, m)
         for j in range(K):
