@@ -165,13 +165,13 @@ RULES = {
     "check": [
         _study_ids,
         _unused_with("list", ("preset", "out", "seed", "write", "report_only", "migrate_records",
-                              "control_only")
+                              "control_only", "stores")
                      + _STORE + _RUN, "--list only lists the studies"),
         _unused_with("migrate_records", ("ids", "paper", "preset", "seed", "write", "report_only",
-                                         "control_only")
+                                         "control_only", "stores")
                      + _STORE + _RUN, "--migrate-records only renames the records in --out"),
         _needs("report_only", "write", "only rewrites the report of --write from the records"),
-        _unused_with("report_only", ("seed", "control_only") + _STORE + _RUN,
+        _unused_with("report_only", ("seed", "control_only", "stores") + _STORE + _RUN,
                      "--report-only runs nothing"),
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them"),
         _scheduler, _jobs],

@@ -141,7 +141,7 @@ def test_a_note_records_its_outcome_and_may_make_its_own_table(tmp_path, cfg):
     ".csv" table, made from the units' rows, is the study's table."""
     import dataclasses
 
-    from mixlinreg.theory.study import NOTE, SAME, UNDETERMINED
+    from mixlinreg.theory.study import NOTE, SAME
     from mixlinreg.theory.study import MissingInput
 
     def analyze(table, params, rng):
@@ -156,9 +156,11 @@ def test_a_note_records_its_outcome_and_may_make_its_own_table(tmp_path, cfg):
     def units(params):
         raise MissingInput("no runs: make them with `mixlinreg reproduce ...`")
 
-    r = run(dataclasses.replace(note, units=units), preset="smoke", out=tmp_path / "out",
+    before = sorted((tmp_path / "out").iterdir())
+    with pytest.raises(MissingInput, match="mixlinreg reproduce"):  # nothing measured: no verdict
+        run(dataclasses.replace(note, units=units), preset="smoke", out=tmp_path / "out",
             store=None, config_path=cfg)
-    assert (r.kind, r.verdict) == (NOTE, UNDETERMINED) and "mixlinreg reproduce" in r.summary
+    assert sorted((tmp_path / "out").iterdir()) == before  # and nothing written
     with pytest.raises(ValueError, match="kind must be one of"):
         dataclasses.replace(TOY, kind="remark")
 
@@ -182,3 +184,15 @@ def test_without_a_store_a_shared_piece_is_computed_once_per_run_configuration(t
     assert len(calls) == 1  # two units, one computation
     run(toy, preset="smoke", out=tmp_path / "b", store=None, seed=12, config_path=cfg)
     assert len(calls) == 2  # another seed is another configuration: computed anew
+
+
+def test_check_with_a_missing_store_is_no_verdict_and_exit_1(tmp_path, monkeypatch, capsys):
+    from mixlinreg.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main(["check", "F2a", "--preset", "smoke", "--out", "o", "--no-progress",
+                 "--stores", "nowhere"])
+    out = capsys.readouterr().out
+    assert code == 1 and not (tmp_path / "o" / "F2a_smoke.json").exists()
+    assert "not checked, no record written" in out and "mixlinreg reproduce fig2a" in out
+    assert "not checked, their input stores missing: F2a" in out

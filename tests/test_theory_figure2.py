@@ -294,15 +294,15 @@ def test_f2_smoke_reads_the_panel_store_by_config(tmp_path, sid):
     assert (summ["trials"] == 2).all()
 
 
-def test_f2_without_runs_is_inconclusive_and_says_how_to_make_them(tmp_path):
+def test_f2_without_runs_is_no_verdict_and_says_how_to_make_them(tmp_path):
     from mixlinreg.theory.studies import get
-    from mixlinreg.theory.study import run
+    from mixlinreg.theory.study import MissingInput, run
 
     cfg = _f2_config(tmp_path, "F2c", tmp_path / "empty")
-    r = run(get("F2c"), preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
-    assert r.verdict == INCONCLUSIVE
-    assert "mixlinreg reproduce fig2c --preset smoke --out" in r.summary
+    with pytest.raises(MissingInput, match="mixlinreg reproduce fig2c --preset smoke --out"):
+        run(get("F2c"), preset="smoke", out=tmp_path / "out", store=None, config_path=cfg)
     assert not (tmp_path / "empty").exists()  # reading never makes a store
+    assert not (tmp_path / "out").exists()  # no record: nothing was measured
 
 
 def test_d1_smoke(tmp_path):

@@ -25,8 +25,9 @@ note (``kind = "note"``, D1) that answers a question with a note's outcome
 (:data:`NOTE_OUTCOMES`).
 
 A study that reads another experiment's results (the Figure 2 stores) raises :class:`MissingInput`
-from ``units`` when they are absent: :func:`run` then writes an *inconclusive* record whose
-summary names the command that makes them (a note's: *undetermined*), and computes nothing.
+from ``units`` when they are absent: :func:`run` passes it on, computes nothing and writes no
+record (nothing was measured, so there is no verdict); ``mixlinreg check`` says which command
+makes the missing store and ends with exit status 1.
 
 :func:`run` loads ``mixlinreg/configs/studies/<ID>.toml`` (presets ``smoke``, ``quick``, ``paper``),
 computes the units through the resumable store (:class:`Context`), writes
@@ -425,8 +426,8 @@ class Context:
 class MissingInput(FileNotFoundError):
     """The results a study reads are absent; the message names the command that makes them.
 
-    Raised by a study's ``units``; :func:`run` turns it into an inconclusive record (nothing is
-    computed, no store or figure is made).
+    Raised by a study's ``units`` (or by :func:`figure2_store`) and passed on by :func:`run`:
+    nothing is computed and no record, store or figure is made.
     """
 
 
@@ -685,7 +686,7 @@ def workload(study: Study, preset, params, seed=0, store=None, kernel=None):
 
 def run(study: Study, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
         n_jobs=1, progress=False, config_path=None, backend="loky", scheduler=None,
-        control_only=None) -> StudyResult:
+        control_only=None, stores=None) -> StudyResult:
     """Run ``study`` with its config's ``preset``, then its control; write its outputs and return
     its result.
 
@@ -700,11 +701,18 @@ def run(study: Study, *, preset="quick", out="figures/checks", store="results/ch
     table is ``<out>/<ID>_<preset>_control.csv``. ``control_only`` (a :class:`StudyResult`, the
     study's existing record) runs only the control and returns that record with the control
     joined to it; the record's registration, when it has one, must be the config's.
+
+    ``stores``: the folder of the Figure 2 stores a study reads (its config's
+    ``params.figure2_store``, ``figures/stores`` as committed), for stores made elsewhere
+    (``mixlinreg reproduce --out DIR``); where they are is not a threshold, so it is outside the
+    registration. A required input that is missing raises :class:`MissingInput`.
     """
     from .controls import control_values, judge, registered_in, registration
 
     cfg = study.config(preset, config_path)
     params = cfg.values
+    if stores is not None and "figure2_store" in params["params"]:
+        params["params"]["figure2_store"] = str(stores)
     reg = registration(cfg.raw, preset)
     control = cfg.extras["control"]
     ctx = Context(study.id, preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
@@ -784,17 +792,8 @@ def _run(study, ctx, params, preset, seed, store, n_jobs, progress, backend, sch
     names a control's table, which is the only output a control writes."""
     from .. import runner
 
-    out = ctx.out
-    try:
-        _open_inputs(study, params)
-        wl = workload(study, preset, params, seed, store)
-    except MissingInput as exc:
-        Path(out).mkdir(parents=True, exist_ok=True)  # the record goes there
-        return ctx.result(title=study.title, claim=study.claim, location=study.location,
-                          verdict=INCONCLUSIVE if study.kind == CLAIM else UNDETERMINED,
-                          summary=f"No results to read: {exc}", kind=study.kind,
-                          numbers=pd.DataFrame({"missing input": [str(exc)]}), caveats=[],
-                          paper=study.paper)
+    _open_inputs(study, params)  # a missing input raises MissingInput: not a verdict
+    wl = workload(study, preset, params, seed, store)
     rows, s = runner.run(wl, store, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
                          progress=progress, desc=f"{study.id}/{preset}{suffix}")
     ctx.units_computed = s["units_run"] + sum(i.get("shared_computed", 0) for i in s["infos"])

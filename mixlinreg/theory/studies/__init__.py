@@ -93,7 +93,8 @@ def location(study_id) -> str:
 
 
 def run_study(study_id, *, preset="quick", out="figures/checks", store="results/checks", seed=0,
-              n_jobs=1, progress=False, backend="loky", scheduler=None, control_only=False):
+              n_jobs=1, progress=False, backend="loky", scheduler=None, control_only=False,
+              stores=None):
     """Run one study, write its JSON record ``<out>/<ID>_<preset>.json`` and return its
     :class:`~mixlinreg.theory.study.StudyResult`.
 
@@ -117,6 +118,10 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
         Run only the study's control (:mod:`mixlinreg.theory.controls`) and join it to the
         existing record ``<out>/<ID>_<preset>.json`` (which must exist, made with the same
         config); the record's measurements are kept as they are.
+    stores : path, optional
+        Where the Figure 2 stores a study reads are (default: its config's, ``figures/stores``);
+        a missing one raises :class:`~mixlinreg.theory.study.MissingInput` and no record is
+        written.
 
     A record of an earlier ``version`` of the study (its config's ``version``) found at the
     record's path is moved to ``<out>/versions/<ID>_<preset>_v<version>.json`` first, so the
@@ -142,7 +147,7 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
                          f"not exist: run `mixlinreg check {study_id} --preset {preset}` first")
     result = run(get(study_id), preset=preset, out=out, store=store, seed=seed, n_jobs=n_jobs,
                  progress=progress, backend=backend, scheduler=scheduler,
-                 control_only=old if control_only else None)
+                 control_only=old if control_only else None, stores=stores)
     if old is not None and old.version != result.version:
         keep = Path(out) / "versions" / f"{study_id}_{preset}_v{old.version}.json"
         keep.parent.mkdir(parents=True, exist_ok=True)
