@@ -671,7 +671,7 @@ def _issue25_cases(only=None):
     out = []
     sys.path.insert(0, str(HERE))
     try:
-        for path in sorted(HERE.glob("probe_cases_i25_*.py")):
+        for path in sorted(HERE.glob("probe_cases_i25_*.py")) + sorted(HERE.glob("probe_cases_i41*.py")):
             mod = importlib.import_module(path.stem)
             names = getattr(mod, "CLASSES", {})
             for cls, name, fn in mod.cases():
