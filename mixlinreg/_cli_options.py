@@ -135,6 +135,15 @@ def _jobs(args, got):
                          f"--backend {args.backend} it {what}: drop --n-jobs or use --backend loky")
 
 
+def _jax_jobs(args, got):
+    """One rule for every command with --kernel and --n-jobs: the JAX kernel runs the units in
+    this process (worker processes would each claim its device)."""
+    if getattr(args, "kernel", None) == "jax" and "n_jobs" in got and args.n_jobs > 1:
+        raise ValueError(f"--n-jobs {args.n_jobs} and --kernel jax conflict: the JAX kernel runs "
+                         f"the units in this process, on its device (worker processes would "
+                         f"each claim it); drop --n-jobs, or use --kernel numba")
+
+
 def _jax_method(args, got):
     if args.kernel == "jax" and args.method == "gram":
         raise ValueError("--method gram and --kernel jax conflict: the JAX backend runs the direct "
@@ -161,7 +170,7 @@ RULES = {
     "reproduce": [
         _conflict("config", "panel", "--config FILE is the grid to run instead of a packaged panel"),
         _unused_with("report_only", _RUN + ("method",), "--report-only runs nothing"),
-        _jax_method, _scheduler, _jobs],
+        _jax_method, _jax_jobs, _scheduler, _jobs],
     "check": [
         _study_ids,
         _unused_with("list", ("preset", "out", "seed", "write", "report_only", "migrate_records",
@@ -174,10 +183,10 @@ RULES = {
         _unused_with("report_only", ("seed", "control_only", "stores") + _STORE + _RUN,
                      "--report-only runs nothing"),
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them"),
-        _scheduler, _jobs],
+        _jax_jobs, _scheduler, _jobs],
     "compare": [
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them"),
-        _scheduler, _jobs],
+        _jax_jobs, _scheduler, _jobs],
     "digits": [
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them")],
     "bench": [

@@ -318,3 +318,26 @@ def test_the_report_judges_a_record_made_before_controls(tmp_path):
     assert "2 claims: 1 with a control that came out not supported" in audit
     assert "declares no control" in text.split("### L1")[1]
     assert "*Control* (a broken variant" in text.split("### T1")[1]
+
+
+def test_a_record_made_by_another_kernel_names_it(tmp_path, monkeypatch):
+    from mixlinreg import _kernel_choice
+
+    monkeypatch.setattr(_kernel_choice, "current_kernel", lambda: "jax")
+    r = _run(tmp_path, _config(tmp_path))
+    assert r.command.endswith("--kernel jax") or " --kernel jax" in r.command
+    monkeypatch.setattr(_kernel_choice, "current_kernel", lambda: "numba")
+    assert "--kernel" not in _run(tmp_path, _config(tmp_path)).command
+
+
+@pytest.mark.parametrize("command", ["check", "reproduce"])
+def test_kernel_jax_with_worker_processes_is_refused_by_every_command(command, tmp_path,
+                                                                       monkeypatch, capsys):
+    from mixlinreg import cli
+
+    monkeypatch.chdir(tmp_path)
+    target = ["T1"] if command == "check" else ["fig2a"]
+    code = cli.main([command, *target, "--preset", "smoke", "--kernel", "jax", "--n-jobs", "2"])
+    assert code == 2
+    assert "--n-jobs 2 and --kernel jax conflict" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before any work

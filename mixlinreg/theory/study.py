@@ -414,8 +414,12 @@ class Context:
         kw.setdefault("seconds", round(self.elapsed(), 1))
         kw.setdefault("units_computed", self.units_computed)
         kw.setdefault("units_resumed", self.units_resumed)
+        from .._kernel_choice import current_kernel
+
+        kernel = current_kernel()  # the record says who ran IFCA when it was not numba
         kw.setdefault("command", f"mixlinreg check {self.study_id} --preset {self.preset}"
                       + (f" --seed {self.seed}" if self.seed else "")
+                      + ("" if kernel == "numba" else f" --kernel {kernel}")
                       + ("" if self.out == Path("results/checks") else f" --out {self.out}"))
         for key in ("table", "figure"):
             if key in kw and kw[key]:
