@@ -120,23 +120,26 @@ def test_rs_never_reads_figures_by_path():
 
 
 @pytest.mark.parametrize("study_id, panel", [("RS", "fig2a"), ("F2a", "fig2a"), ("F2d", "fig2d")])
-def test_a_study_without_its_figure2_runs_is_inconclusive_and_says_how_to_make_them(
+def test_a_study_without_its_figure2_runs_writes_no_record_and_says_how_to_make_them(
         tmp_path, monkeypatch, study_id, panel):
-    """RS and F2a-F2d treat a missing store alike: an inconclusive record naming the command."""
+    """RS and F2a-F2d treat a missing store alike: no verdict, no record, the command named."""
+    from mixlinreg.theory.study import MissingInput
+
     monkeypatch.chdir(tmp_path)  # figure2_store is relative to the working directory
-    r = run_study(study_id, preset="smoke", out=tmp_path / "out", store=None)
-    assert r.verdict == INCONCLUSIVE
-    assert f"mixlinreg reproduce {panel} --preset smoke --out figures/stores" in r.summary
-    assert r.table == "" and r.figure == ""
-    assert (tmp_path / "out" / f"{study_id}_smoke.json").exists()
+    command = f"mixlinreg reproduce {panel} --preset smoke --out figures/stores"
+    with pytest.raises(MissingInput) as err:
+        run_study(study_id, preset="smoke", out=tmp_path / "out", store=None)
+    assert command in str(err.value)
+    assert not (tmp_path / "out" / f"{study_id}_smoke.json").exists()  # not a verdict
     assert not (tmp_path / "figures").exists()  # reading never makes a store
     # a store folder with no finished unit reads the same
     from mixlinreg.harness import ResultStore, load_config
 
     ResultStore(Path("figures/stores"), load_config(panel, "smoke"))  # made, nothing run
-    r = run_study(study_id, preset="smoke", out=tmp_path / "out2", store=None)
-    assert r.verdict == INCONCLUSIVE and "no finished unit" in r.summary
-    assert f"mixlinreg reproduce {panel} --preset smoke --out figures/stores" in r.summary
+    with pytest.raises(MissingInput) as err:
+        run_study(study_id, preset="smoke", out=tmp_path / "out2", store=None)
+    assert "no finished unit" in str(err.value) and command in str(err.value)
+    assert not (tmp_path / "out2" / f"{study_id}_smoke.json").exists()
 
 
 def test_rs_smoke(tmp_path, monkeypatch):
@@ -144,10 +147,13 @@ def test_rs_smoke(tmp_path, monkeypatch):
 
     monkeypatch.chdir(tmp_path)
     run_experiment(load_config("fig2a", "smoke"), Path("figures/stores"), progress=False)
-    # panel (b)'s store missing: inconclusive, naming the command that makes it
-    r = run_study("RS", preset="smoke", out=tmp_path / "no_b", store=None)
-    assert r.verdict == INCONCLUSIVE
-    assert "mixlinreg reproduce fig2b --preset smoke --out figures/stores" in r.summary
+    # panel (b)'s store missing: no record, the command that makes it named
+    from mixlinreg.theory.study import MissingInput
+
+    with pytest.raises(MissingInput, match="mixlinreg reproduce fig2b --preset smoke --out "
+                                           "figures/stores"):
+        run_study("RS", preset="smoke", out=tmp_path / "no_b", store=None)
+    assert not (tmp_path / "no_b" / "RS_smoke.json").exists()
     run_experiment(load_config("fig2b", "smoke"), Path("figures/stores"), progress=False)
     r = run_study("RS", preset="smoke", out=tmp_path, store=None)
     table = _check_record(r, tmp_path, "RS")

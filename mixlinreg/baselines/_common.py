@@ -18,7 +18,7 @@ def warn_diverged(method, diverged, hint="lower lr"):
     if diverged:
         import warnings
 
-        from .. import ConvergenceWarning
+        from ..ifca import ConvergenceWarning
 
         warnings.warn(f"{method} diverged: its models stopped being finite or grew past the "
                       f"divergence threshold (the result is flagged extra['diverged']); {hint}",

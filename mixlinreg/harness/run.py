@@ -64,7 +64,7 @@ def run_unit(exp, unit, n_threads=None, method="auto", kernel=None, seed_sequenc
     job = unit_job(exp, unit, seed_sequence)
     res = ifca(job.X, job.Y, job.init, job.lr, n_iter=p["n_iter"], y_index=job.y_index,
                early_stop=p["early_stop"], tol=p["tol"], dtype=job.X.dtype, n_threads=n_threads,
-               method=method, backend=kernel)
+               method=method, kernel=kernel)
     rows = unit_rows(exp, unit, job, res)
     info = dict(unit=unit.id, seconds=time.perf_counter() - t0, runs=int(res.theta.shape[0]),
                 diverged=int(res.diverged.sum()), iterations=int(res.n_iter.sum()),

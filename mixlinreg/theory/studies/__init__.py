@@ -128,9 +128,11 @@ def run_study(study_id, *, preset="quick", out="figures/checks", store="results/
     report can show both versions' verdicts.
     """
     from ..._paths import atomic_write
+    from ..._validation import check_bool
     from ..study import StudyResult, canonical_preset, run
 
     (study_id,) = _check_ids([study_id])
+    control_only = check_bool("control_only", control_only)
     preset = canonical_preset(preset)
     path = Path(out) / f"{study_id}_{preset}.json"
     old = old_text = None
