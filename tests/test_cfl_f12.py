@@ -209,6 +209,21 @@ def test_xor_data_layout(case):
         assert set(np.unique(x2)) == {-1.0, 1.0}
 
 
+def test_the_control_case_same_has_no_cluster_structure():
+    """"same" (the control's case): every client holds cluster 0's data of "xor", one linear rule
+    y = [x1 > 0] fits all; the paper's cases keep their draws (the default xor_cases has no
+    "same", so the committed record's units are unchanged)."""
+    X, y, cluster = cflf12.xor_data("same", 3, 400, 1.0, 0.0, np.random.default_rng(0))
+    assert X.shape == (6, 400, 3) and cluster.tolist() == [0] * 3 + [1] * 3
+    assert ((y == 1) == (X[..., 0] > 0)).all() and (X[..., 1] == 1.0).all()
+    a = cflf12.xor_data("xor", 3, 50, 1.0, 0.35, np.random.default_rng(5))
+    b = cflf12.xor_data("same", 3, 50, 1.0, 0.35, np.random.default_rng(5))
+    np.testing.assert_array_equal(a[0][:3], b[0][:3])  # cluster 0: the very same draws
+    p = get("CFLF12").config("paper").values["params"]
+    assert p["xor_cases"] == ["xor", "flip"]
+    assert not any("same" in name for name, _ in cflf12.units({"params": p}))
+
+
 def test_config_errors(tmp_path):
     src = (ROOT / "mixlinreg" / "configs" / "studies" / "CFLF12.toml").read_text()
     bad = tmp_path / "CFLF12.toml"

@@ -34,6 +34,9 @@ with a bias feature, ``x = (x_1, x_2, 1)``, Gaussian blobs of standard deviation
 * ``"flip"``: both clusters draw ``x`` around all four centres; cluster 1 labels ``y = [x_1 > 0]``,
   cluster 2 the flipped labels: the conditionals disagree, and *no* model fits both (any
   classifier's accuracies on the two sum to one).
+* ``"same"`` (the control's, not the paper's): both clusters draw cluster 1's data of ``"xor"``
+  (upper half plane, ``y = [x_1 > 0]``): data without the cluster structure, where one linear
+  model fits every client and the claim is false.
 
 Each replicate draws ``clients_per_cluster`` clients per cluster with ``n`` training and ``n_test``
 test points each and runs :func:`mixlinreg.baselines.cfl` with the logistic loss twice: federated
@@ -77,7 +80,7 @@ from ..words import sensitivity_lines, words
 WORDS = words(__file__)
 
 FIG2_CASES = ("incongruent", "congruent")
-XOR_CASES = ("xor", "flip")
+XOR_CASES = ("xor", "flip", "same")
 _POS = dict(low=0, open="low")
 _OPEN01 = dict(low=0, high=1, open="both")
 SCHEMA = {
@@ -211,12 +214,19 @@ def _fig2_unit(case, p, rng):
 
 
 def xor_data(case, per_cluster, n, mu, sd, rng):
-    """Clients of the federated XOR (``case="xor"``) or of the flipped labels (``"flip"``), see the
-    module docstring: ``X (m, n, 3)`` with a bias column, ``y (m, n)`` in {0, 1}, ``cluster (m,)``
-    (the first ``per_cluster`` clients are cluster 0)."""
+    """Clients of the federated XOR (``case="xor"``), of the flipped labels (``"flip"``) or of one
+    distribution for both clusters (``"same"``), see the module docstring: ``X (m, n, 3)`` with a
+    bias column, ``y (m, n)`` in {0, 1}, ``cluster (m,)`` (the first ``per_cluster`` clients are
+    cluster 0)."""
     m = 2 * per_cluster
     cluster = np.repeat(np.arange(2), per_cluster)
     y = rng.integers(0, 2, (m, n)).astype(float)
+    if case == "same":  # cluster 0's data of "xor" for every client
+        side = np.where(y == 1, 1.0, -1.0)
+        x2 = np.ones((m, n))
+        X = np.stack([mu * side, mu * x2, np.ones((m, n))], axis=-1)
+        X[..., :2] += sd * rng.standard_normal((m, n, 2))
+        return X, y, cluster
     side = np.where(y == 1, 1.0, -1.0) * np.where(cluster[:, None] == 0, 1.0, -1.0)
     if case == "xor":  # cluster 0 above the x_1 axis, cluster 1 below
         x2 = np.broadcast_to(np.where(cluster[:, None] == 0, 1.0, -1.0), (m, n))
@@ -520,10 +530,11 @@ def _caveats(meas, table, p):
     for case, c in meas["cases"].items():
         r = reps[reps["case"] == case]
         norm = np.sqrt(r["fl_w1"] ** 2 + r["fl_w2"] ** 2 + r["fl_b"] ** 2)
-        out.append(WORDS.text("caveat.federated model", case=case, fl_norm=norm.median(),
-                              cfl_norm=_cfl_norm(r), acc_min=r["acc_fl"].min(),
-                              acc_max=r["acc_fl"].max(), one_blob=r["acc_one_blob"].mean(),
-                              why=WORDS.text("why.xor" if case == "xor" else "why.flip")))
+        if case != "same":  # the control's case: one model fits all, no federated-model caveat
+            out.append(WORDS.text("caveat.federated model", case=case, fl_norm=norm.median(),
+                                  cfl_norm=_cfl_norm(r), acc_min=r["acc_fl"].min(),
+                                  acc_max=r["acc_fl"].max(), one_blob=r["acc_one_blob"].mean(),
+                                  why=WORDS.text("why.xor" if case == "xor" else "why.flip")))
         n_conv, n = int(c["converged"].sum()), c["converged"].size
         if n_conv < n:
             out.append(WORDS.text("caveat.max_rounds", case=case, stopped=n - n_conv, n=n,
