@@ -352,3 +352,50 @@ def test_d1_reads_the_panel_stores_by_config_and_leaves_missing_ones_out(tmp_pat
         assert any(c.startswith(f"Panel {p} is left out") and f"mixlinreg reproduce fig2{p} "
                    f"--preset smoke --out {store}" in c for c in r.caveats)
     assert len(list(store.iterdir())) == 1  # reading never makes a store
+
+
+# ----------------------------------------------------------------------------- F2's control
+
+
+def _f2_rows(panel):
+    from mixlinreg.theory.study import figure2_store
+
+    root = Path(__file__).resolve().parents[1] / "figures" / "stores"
+    return figure2_store(f"fig2{panel}", "paper", str(root))
+
+
+@pytest.mark.parametrize("panel", ["a", "c"])
+def test_f2_shuffle_moves_trials_within_their_strata_only(panel):
+    from mixlinreg.harness import success_table
+    from mixlinreg.harness.success import trial_success
+    from mixlinreg.theory.studies import _f2
+
+    store = _f2_rows(panel)
+    rows = store.table()
+    plus = store.exp.protocol["success_plus"]
+    out = _f2.shuffled(rows, panel, np.random.default_rng(np.random.SeedSequence(3)))
+    assert len(out) == len(rows) and list(out.columns) == list(rows.columns)
+    before, after = success_table(rows, plus), success_table(out, plus)
+    keys = ["m", "n", "d", "k", "R", "sigma"]
+    # the same grid points with the same number of trials each
+    pd.testing.assert_frame_equal(before[keys + ["trials"]], after[keys + ["trials"]])
+    # the same successes in every stratum (the unclaimed keys), moved between its grid points
+    strata = ["sigma"] if panel == "a" else ["R"]
+    pd.testing.assert_series_equal(before.groupby(strata)["succ_authors"].sum(),
+                                   after.groupby(strata)["succ_authors"].sum())
+    assert not (before["succ_authors"].to_numpy() == after["succ_authors"].to_numpy()).all()
+    # every trial keeps its rows together: one outcome per (grid point, trial)
+    assert len(trial_success(out, plus)) == int(before["trials"].sum())
+
+
+def test_f2_shuffle_default_leaves_the_study_as_it_was_and_is_validated(tmp_path):
+    from mixlinreg.theory.studies import get
+
+    study = get("F2a")
+    values = study.config("paper").values
+    assert values["params"]["shuffle"] is False  # the default: the store's rows as they are
+    src = Path(__file__).resolve().parents[1] / "mixlinreg" / "configs" / "studies" / "F2a.toml"
+    bad = tmp_path / "F2a.toml"
+    bad.write_text(src.read_text().replace('panel = "fig2a"', 'panel = "fig2a"\nshuffle = "yes"'))
+    with pytest.raises((TypeError, ValueError), match="params.shuffle must be a bool"):
+        study.config("paper", bad)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import hashlib
 
+import numpy as np
 import pandas as pd
 
 from ...config import PRESETS, Spec
 from ...harness import load_config, success_table
+from ...harness.success import CELL_KEYS
 from ..figure2 import (_PANELS, STUDY_TITLES, _f2_numbers, _f2_tests, _plot_f2, trend_decision,
                        trend_reason)
 from ..study import Decision, Study, Verdict, combine, figure2_store
@@ -32,7 +34,10 @@ WORDS = words(__file__)
 SCHEMA = {
     "params": {"panel": Spec("str", choices=("fig2a", "fig2b", "fig2c", "fig2d")),
                "figure2_preset": Spec("str", choices=PRESETS),
-               "figure2_store": Spec("str")},
+               "figure2_store": Spec("str"),
+               # the control's data without the structure: each trial's outcome moved to a random
+               # grid point of its stratum (False: the store's rows as they are)
+               "shuffle": Spec("bool", required=False, default=False)},
     "margins": {"alpha": Spec("float", low=0, high=0.5, open="both"),
                 "alpha_neighbours": Spec("list[float]", low=0, high=0.5, open="both")},
 }
@@ -62,11 +67,40 @@ def units(params):
 def compute(spec, params, rng, shared):
     p = params["params"]
     store = figure2_store(p["panel"], p["figure2_preset"], p["figure2_store"])
-    summ = success_table(store.table(), store.exp.protocol["success_plus"])
+    rows = store.table()
+    if p["shuffle"]:
+        rows = shuffled(rows, p["panel"][-1], rng)
+    summ = success_table(rows, store.exp.protocol["success_plus"])
     tests = _f2_tests(summ, p["panel"][-1])
     # the summary travels with the tests (one row per grid point, marked), for the figure
     summ = summ.assign(role="summary", panel=p["panel"][-1])
     return pd.concat([tests, summ], ignore_index=True)
+
+
+def shuffled(rows, panel, rng):
+    """``rows`` with every trial's claimed-axis coordinates (R for panels a, b; m and n for c, d)
+    permuted at random among the trials of its stratum (the same values of the other grid keys):
+    the same trials, the same number per grid point, but success no longer depends on the claimed
+    axes. Each trial keeps its rows together (its runs, step sizes); trials get new numbers, unique
+    in their new grid point. ``rng``: the unit's generator."""
+    claimed = [a for a, _ in _PANELS[panel][0]]
+    others = [k for k in CELL_KEYS if k not in claimed]
+    keys = CELL_KEYS + ["trial"]
+    df = rows.copy()
+    df["alpha0"] = df["alpha0"].fillna(-1.0)
+    trials = df[keys].drop_duplicates().sort_values(keys).reset_index(drop=True)
+    new = trials.copy()
+    for _, idx in trials.groupby(others, sort=True).groups.items():
+        idx = np.asarray(idx)
+        perm = rng.permutation(len(idx))
+        new.loc[idx, claimed] = trials.loc[idx[perm], claimed].to_numpy()
+        new.loc[idx, "trial"] = np.arange(len(idx))
+    mapping = trials.join(new[claimed + ["trial"]].add_suffix("_new"))
+    df = df.merge(mapping, on=keys, how="left", validate="many_to_one")
+    for c in claimed + ["trial"]:
+        df[c] = df.pop(f"{c}_new").astype(rows[c].dtype)
+    df["alpha0"] = df["alpha0"].replace(-1.0, np.nan)
+    return df[rows.columns]
 
 
 # ------------------------------------------------------------------------------ the verdict
