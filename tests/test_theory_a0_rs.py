@@ -230,3 +230,33 @@ def test_a0_sensitivity_lines_reread_the_same_runs():
     v = study.analyze(_a0_runs(worse=(170, 120, 10, 100)), params,
                       lambda name: np.random.default_rng(0))
     assert v.verdict == NOT_SUPPORTED
+
+
+def test_rs_repeat_first_init_makes_every_restart_the_first():
+    from mixlinreg.theory.restarts import reduce_runs
+    from mixlinreg.theory.studies import rs
+    from mixlinreg.theory.study import figure2_store
+
+    root = Path(__file__).resolve().parents[1] / "figures" / "stores"
+    store = figure2_store("fig2a", "paper", str(root))
+    first_unit = sorted(store.done(warn=False))[0]
+    per = reduce_runs(store.units.read(first_unit), "a",
+                      float(store.exp.protocol["success_plus"]))
+    out = rs.repeat_first_init(per)
+    assert list(out.columns) == list(per.columns) and len(out) == len(per)
+    keys = ["m", "n", "d", "k", "R", "sigma", "trial"]
+    # every initialization of a trial now has the first one's outcome ...
+    assert (out.groupby(keys)["ok"].nunique() == 1).all()
+    first = per.sort_values(keys + ["init"]).groupby(keys).head(1).set_index(keys)["ok"]
+    pd.testing.assert_series_equal(out.groupby(keys)["ok"].first(), first, check_names=False)
+    # ... and the default leaves the store's independent initializations as they are
+    assert get("RS").config("paper").values["params"]["repeat_first_init"] is False
+    assert per.groupby(keys)["ok"].nunique().max() == 2  # the data do mix outcomes
+
+
+def test_rs_repeat_first_init_is_validated(tmp_path):
+    src = Path(__file__).resolve().parents[1] / "mixlinreg" / "configs" / "studies" / "RS.toml"
+    bad = tmp_path / "RS.toml"
+    bad.write_text(src.read_text().replace("n_boot = 2000", "n_boot = 2000\nrepeat_first_init = 1"))
+    with pytest.raises((TypeError, ValueError), match="params.repeat_first_init must be a bool"):
+        get("RS").config("paper", bad)

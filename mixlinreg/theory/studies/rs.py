@@ -40,6 +40,9 @@ SCHEMA = {
     "params": {
         "figure2_preset": _PRESET, "figure2_store": Spec("str"),
         "n_boot": Spec("int", low=100), "numbers_sigma": Spec("list[float]", low=0),
+        # the control's broken restarts: every restart of a trial repeats its first
+        # initialization (False: the store's N independent initializations)
+        "repeat_first_init": Spec("bool", required=False, default=False),
     },
     "margins": {
         "target": Spec("float", **_OPEN01), "target_neighbours": Spec("list[float]", **_OPEN01),
@@ -84,7 +87,20 @@ def compute(spec, params, rng, shared):
     p = params["params"]
     store = figure2_store(_PANELS[spec["panel"]], p["figure2_preset"], p["figure2_store"])
     rows = pd.concat([store.units.read(u) for u in spec["units"]], ignore_index=True)
-    return reduce_runs(rows, spec["panel"], float(store.exp.protocol["success_plus"]))
+    out = reduce_runs(rows, spec["panel"], float(store.exp.protocol["success_plus"]))
+    return repeat_first_init(out) if p["repeat_first_init"] else out
+
+
+def repeat_first_init(per_init):
+    """``per_init`` (:func:`~mixlinreg.theory.restarts.reduce_runs`'s rows) as if every restart of
+    a trial repeated its first initialization (the lowest ``init``): each row takes that one's
+    outcomes, so a trial's N initializations all succeed or all fail."""
+    keys = ["panel", "m", "n", "d", "k", "R", "sigma", "trial"]
+    cols = ["ok", "ok_text", "best_dist_nearest", "steps_diverged", "steps"]
+    first = per_init.sort_values(keys + ["init"]).groupby(keys, sort=False).head(1)
+    out = per_init.drop(columns=cols).merge(first[keys + cols], on=keys, how="left",
+                                            validate="many_to_one")
+    return out[per_init.columns]
 
 
 # ------------------------------------------------------------------------------ the verdict
