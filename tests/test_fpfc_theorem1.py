@@ -291,3 +291,26 @@ def test_setting_declared_outside_but_inside_is_refused():
         mix.X, "squared", 0.0) + 240.0), p["local_steps"], LAM, XI, A)["inside"]
     with pytest.raises(ValueError, match="params.regions says rho = 120 is outside"):
         fpth1._run_setting(mix, 120.0, "outside", 1.0, p, np.random.default_rng(0))
+
+
+def test_step_mult_default_changes_nothing_and_is_validated(tmp_path):
+    """The control's step_mult (issue 37): absent it is 1 (the committed record's runs are the
+    theorem's alpha, rows equal to an explicit 1); 6 changes the runs; 0 is refused by name."""
+    import tomllib
+
+    params = get("FPTH1").config("smoke").values
+    p = dict(params["params"], rhos=[110.0], regions=["inside"], rounds=40, grid_points=10)
+    raw = tomllib.loads((ROOT / "mixlinreg" / "configs" / "studies" / "FPTH1.toml").read_text())
+    assert p["step_mult"] == 1.0 and "step_mult" not in raw["params"]
+    mix = mlr.make_mixture(p["m"], p["n"], p["d"], p["k"], p["R"], p["sigma"],
+                           theta_scale="norm", rng=0)
+    one = fpth1._run_setting(mix, 110.0, "inside", 1.0, p, np.random.default_rng(0))
+    again = fpth1._run_setting(mix, 110.0, "inside", 1.0, dict(p, step_mult=1.0),
+                               np.random.default_rng(0))
+    assert pd.DataFrame(one).equals(pd.DataFrame(again)) and not one[0]["diverged"]
+    six = fpth1._run_setting(mix, 110.0, "inside", 1.0, dict(p, step_mult=6.0),
+                             np.random.default_rng(0))
+    assert not pd.DataFrame(six)["mean_v"].equals(pd.DataFrame(one)["mean_v"])
+    with pytest.raises(ValueError, match=r"params\.step_mult"):
+        run(get("FPTH1"), preset="smoke", out=tmp_path, store=None,
+            config_path=_bad(tmp_path, "seeds = 16 ", "step_mult = 0.0\nseeds = 16 "))

@@ -84,6 +84,9 @@ SCHEMA = {
         "slope_window": Spec("float", low=1, open="low"), "tol": Spec("float", low=0, open="low"),
         "seeds": Spec("int", low=2), "n_boot": Spec("int", low=100),
         "reading": Spec("str", choices=READINGS),
+        # the control's broken variant (issue 37): FPFC run with step_mult x the theorem's alpha
+        # (the region is still judged at the theorem's alpha); 1 is Algorithm 1 as the theorem has it
+        "step_mult": Spec("float", low=0, open="low", required=False, default=1.0),
     },
     "margins": {
         "slope_margin": Spec("float", low=0), "slope_margin_neighbours": Spec("list[float]", low=0),
@@ -307,7 +310,7 @@ def _run_setting(mix, rho, region_said, part, p, rng):
             rec[key][k - 1] = val
         right[k - 1] = _clustered(state["theta"], pairs, p["nu"], truth, cache["same"])
 
-    res = fpfc(X, y, lam=p["lam"], a=p["a"], xi=p["xi"], rho=rho, lr=alpha,
+    res = fpfc(X, y, lam=p["lam"], a=p["a"], xi=p["xi"], rho=rho, lr=p["step_mult"] * alpha,
                local_steps=p["local_steps"], n_rounds=p["rounds"], nu=p["nu"],
                participation=part, rng=rng, callback=callback)
     done = res.n_rounds
