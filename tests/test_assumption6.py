@@ -352,6 +352,24 @@ def test_start_plan_places_every_family():
     assert {n for f, *_, n in plan if f != "ball"} == {10}
 
 
+def test_ball_scale_moves_only_the_ball_starts_and_defaults_to_the_ball(tmp_path):
+    from pathlib import Path
+
+    p = _smoke_params()["params"]
+    assert p["ball_scale"] == 1.0  # the default: the assumption's ball, the plan as it was
+    cons = {"delta": 2.0, "r_A": 0.9, "n_unit": 1.0}
+    base = a6.start_plan(p, cons)
+    wide = a6.start_plan({**p, "ball_scale": 2.5}, cons)
+    assert [q[:3] + q[4:] for q in wide] == [q[:3] + q[4:] for q in base]
+    for b, w in zip(base, wide):
+        assert w[3] == pytest.approx(2.5 * b[3] if b[0] == "ball" else b[3])
+    src = Path(a6.__file__).resolve().parents[2] / "configs" / "studies" / "A6.toml"
+    bad = tmp_path / "A6.toml"
+    bad.write_text(src.read_text().replace("trials = 200 ", "ball_scale = 0.0\ntrials = 200 "))
+    with pytest.raises(ValueError, match="params.ball_scale"):
+        get("A6").config("paper", bad)
+
+
 # ------------------------------------------------------------------------------ config, smoke
 
 def _units_params(**changes):

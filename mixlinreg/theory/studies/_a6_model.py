@@ -168,14 +168,18 @@ def _constants_of(df):
 
 def start_plan(p, cons):
     """The starts of one trial: ``(family, direction, alpha0, rho, n_prime)`` tuples (``alpha0``
-    NaN for the far family; ``rho = r / Delta``), distinct, in a fixed order."""
+    NaN for the far family; ``rho = r / Delta``), distinct, in a fixed order. The ball family's
+    radius is ``(1 - 2 alpha0) r_A`` times ``p["ball_scale"]`` (absent: 1, the assumption's ball;
+    the control's larger scale puts those starts outside it)."""
     delta, r_a = cons["delta"], cons["r_A"]
+    scale = p.get("ball_scale", 1.0)
     plan = []
     for direction in p["directions"]:
         for a in p["alphas"]:
             ns = set(p["n_fixed"]) | {scaled_n(cons["n_unit"], a, c, p["n_base"])
                                       for c in p["c_levels"]}
-            plan += [("ball", direction, a, (1 - 2 * a) * r_a / delta, n) for n in sorted(ns)]
+            plan += [("ball", direction, a, scale * (1 - 2 * a) * r_a / delta, n)
+                     for n in sorted(ns)]
         radii = []
         if p["linear"]:
             radii += [("linear", a, 0.5 - a) for a in p["alphas"] if (0.5 - a) * delta > r_a]

@@ -92,6 +92,9 @@ SCHEMA = {
         "n_samples": Spec("int", low=1000), "n_line": Spec("int", low=1000),
         "n_points": Spec("int", low=1), "n_bisect": Spec("int", low=0),
         "gap_samples": Spec("int", low=1000),
+        # the control's starts outside the ball: the "ball" family's radius times ball_scale
+        # (1: the assumption's (1/2 - alpha0) sqrt(lambda/L) Delta)
+        "ball_scale": Spec("float", low=0, open="low", required=False, default=1.0),
     },
     "margins": {
         "target": Spec("float", **_OPEN01), "target_neighbours": Spec("list[float]", **_OPEN01),
