@@ -101,6 +101,25 @@ def test_exact_probability_against_monte_carlo(global_random_seed):
     assert abs(wrong / n_machines - p) < 5 * se
 
 
+def test_cauchy_noise_does_not_concentrate_and_gaussian_is_the_default(global_random_seed):
+    # L1's control: with Cauchy noise the comparison of the two losses does not concentrate, so
+    # at n' = 256 far more machines are misclassified than the lemma's Gaussian law allows
+    a, b, s = placement("collinear", 0.25, 1.0)
+    p = float(misclassification_probability(a, b, s, 256))
+    assert p < 1e-3
+    ss = np.random.SeedSequence(global_random_seed)
+    wrong = simulate_misclassification(a, b, s, 256, 4000, np.random.default_rng(ss),
+                                       noise="cauchy")
+    assert wrong / 4000 > 0.05
+    # the default noise is the lemma's: the same draws as noise="gaussian"
+    g1 = simulate_misclassification(a, b, s, 8, 3000, np.random.default_rng(ss))
+    g2 = simulate_misclassification(a, b, s, 8, 3000, np.random.default_rng(ss), noise="gaussian")
+    assert g1 == g2
+    with pytest.raises(ValueError, match="noise must be 'gaussian' or 'cauchy', got 'student'"):
+        simulate_misclassification(a, b, s, 8, 10, 0, noise="student")
+    assert get("L1").config("paper").values["params"]["noise"] == "gaussian"
+
+
 def test_monte_carlo_in_high_dimension_matches(global_random_seed):
     # d = 200: the simulation draws x in span(a, b); the exact law does not depend on d either
     rng = np.random.default_rng(global_random_seed)

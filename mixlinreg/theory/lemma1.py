@@ -220,7 +220,8 @@ def misclassification_probability(a, b, sigma, n_prime, *, log=False):
     return lp if log else np.exp(lp)
 
 
-def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, chunk=2**21):
+def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, chunk=2**21,
+                               noise="gaussian"):
     """Monte Carlo: simulate machines and count those whose cluster estimate is not their own.
 
     Each machine draws ``n'`` samples ``x ~ N(0, I)``, ``y = <x, theta*> + eps`` with its truth
@@ -240,6 +241,11 @@ def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, ch
     chunk : int
         Samples (machines x n') per batch. The draws are consumed batch by batch, so the exact
         counts depend on it: keep the default for reproducible numbers.
+    noise : {"gaussian", "cauchy"}
+        The law of ``eps``: ``N(0, sigma^2)`` (the lemma's; the default), or ``sigma`` times a
+        standard Cauchy variable (outside the lemma: no finite variance, so the comparison of the
+        two losses does not concentrate as ``n'`` grows; the draws of the Gaussian case are
+        unchanged).
 
     Returns
     -------
@@ -257,6 +263,8 @@ def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, ch
     n = int(_nprime(n_prime))
     if not isinstance(n_machines, (int, np.integer)) or n_machines < 1:
         raise ValueError(f"n_machines must be an integer >= 1, got {n_machines!r}")
+    if noise not in ("gaussian", "cauchy"):
+        raise ValueError(f"noise must be 'gaussian' or 'cauchy', got {noise!r}")
     gen = as_generator(rng)
     if a.size > 2:
         basis, _ = np.linalg.qr(np.stack([a, b], axis=1))
@@ -267,8 +275,12 @@ def simulate_misclassification(a, b, sigma, n_prime, n_machines, rng=None, *, ch
     done = 0
     while done < n_machines:
         mm = min(per, n_machines - done)
-        X, y = draw_rows(np.zeros(mm, dtype=np.int64), np.zeros((1, a.size)), n, sigma=sigma,
-                         rng=gen)
+        if noise == "gaussian":
+            X, y = draw_rows(np.zeros(mm, dtype=np.int64), np.zeros((1, a.size)), n,
+                             sigma=sigma, rng=gen)
+        else:  # theta* = 0: y is the noise alone
+            X = gen.standard_normal((mm, n, a.size))
+            y = sigma * gen.standard_cauchy((mm, n))
         resid = y[:, :, None] - X @ models.T  # (mm, n, 2)
         loss = np.mean(resid**2, axis=1)  # (mm, 2)
         wrong += int(np.count_nonzero(np.argmin(loss, axis=1) != 0))

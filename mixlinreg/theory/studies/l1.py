@@ -61,6 +61,10 @@ SCHEMA = {
         "n_alpha": Spec("int", low=3), "rho_min": Spec("float", **_POS),
         "rho_max": Spec("float", **_POS), "n_rho": Spec("int", low=3),
         "n_grid": Spec("int", low=5), "k_power": Spec("int", low=2),
+        # the control's noise of the Monte Carlo machines: "cauchy" (outside the lemma) or the
+        # lemma's "gaussian" (the default; the exact law is always the Gaussian one)
+        "noise": Spec("str", choices=("gaussian", "cauchy"), required=False,
+                      default="gaussian"),
     },
     "margins": {
         "tol": Spec("float", **_POS), "tol_neighbours": Spec("list[float]", **_POS),
@@ -178,7 +182,7 @@ def _curve_rows(ci, alpha, rho, p, rng):
                 continue
             per = np.full(len(group), machines // len(group))
             per[: machines - per.sum()] += 1
-            wrong = sum(simulate_misclassification(a, b, s, n, int(k), gen)
+            wrong = sum(simulate_misclassification(a, b, s, n, int(k), gen, noise=p["noise"])
                         for (_, _, a, b, s, _), k in zip(group, per))
             rows.append(dict(part="mc", config=ci, alpha=alpha, rho=rho, placement=name, draw=-1,
                              n_prime=int(n), log_p=float(np.log(p_exact)), p_exact=p_exact,
