@@ -253,3 +253,22 @@ def test_docstring_examples():
 
     result = doctest.testmod(cflr6, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_shared_centre_default_changes_nothing_and_removes_the_structure():
+    """The control's shared_centre (issue 37): absent it is false and a trial equals one with an
+    explicit false (the committed record's draws); true gives every cluster the same centre, so
+    rule (6)'s split is chance; with CFL trials it is refused by name."""
+    p = dict(get("CFLR6").config("smoke").values["params"])
+    assert p["shared_centre"] is False
+    base = {k: v for k, v in p.items() if k != "shared_centre"}
+    a = cflr6.trial("simplex", 2, 40, 0.1, base, np.random.default_rng(3), run_cfl=False)
+    b = cflr6.trial("simplex", 2, 40, 0.1, dict(p), np.random.default_rng(3), run_cfl=False)
+    assert a == b or all((x == y) or (x != x and y != y) for x, y in zip(a.values(), b.values()))
+    ok = [cflr6.trial("simplex", 2, 320, 0.1, dict(p, shared_centre=True),
+                      np.random.default_rng(s), run_cfl=False)["ok_split"] for s in range(20)]
+    assert sum(ok) <= 5  # 6 clients: a random bipartition is the true one with prob. 1/31
+    params = get("CFLR6").config("smoke").values
+    params["params"].update(shared_centre=True, cfl_trials=2)
+    with pytest.raises(ValueError, match=r"params\.cfl_trials must be 0 with shared_centre"):
+        cflr6.units(params)

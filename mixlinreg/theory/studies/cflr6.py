@@ -83,6 +83,9 @@ SCHEMA = {
         "trials": Spec("int", low=1), "cfl_trials": Spec("int", low=0),
         "lr": Spec("float", low=0, open="low"), "eps1_ratio": Spec("float", **_OPEN01),
         "max_rounds": Spec("int", low=1), "population_clients": Spec("int", low=1, high=4),
+        # the control's data without the structure (issue 37): every client draws from cluster
+        # 0's centre (the labels and rho kept); false is the study as the paper has it
+        "shared_centre": Spec("bool", required=False, default=False),
     },
     "margins": {
         "threshold": Spec("float", **_OPEN01),
@@ -188,6 +191,8 @@ def recursive_split(grams, labels, first=None) -> bool:
 def trial(geometry, k, n, sigma, p, rng, run_cfl):
     """One data set: ``{"ok_split", "ok_tree", "cut_value", "ok_cfl", ...}``."""
     theta_star = centers(geometry, k, p["d"], p["R"], rng)
+    if p.get("shared_centre"):  # the control: one centre for every cluster (no structure)
+        theta_star = np.repeat(theta_star[:1], k, axis=0)
     X, y, labels = cfl_linear.draw_clients(theta_star, [p["clients_per_cluster"]] * k, n, sigma,
                                            rng)
     grams = cfl_linear.Grams(X, y)
@@ -278,6 +283,9 @@ def _cells(p):
 
 def units(params):
     p = params["params"]
+    if p.get("shared_centre") and p["cfl_trials"]:
+        raise ValueError(f"study CFLR6: params.cfl_trials must be 0 with shared_centre = true "
+                         f"(CFL's thresholds need a separation), got {p['cfl_trials']}")
     if p["cfl_trials"] > p["trials"]:
         raise ValueError(f"study CFLR6: params.cfl_trials must be at most params.trials = "
                          f"{p['trials']}, got {p['cfl_trials']}")
