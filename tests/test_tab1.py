@@ -231,3 +231,24 @@ def test_smoke_record_complete(tmp_path):
     sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
     assert len(sens) == len(tab1.MARGINS)
     assert any("not comparable" in c for c in r.caveats)
+
+
+def test_unrotated_default_changes_nothing_and_turns_every_image_upright():
+    """The control's unrotated (issue 37): absent it is false (the committed record's data);
+    true gives every machine the upright images of its partition, labels kept."""
+    from mixlinreg.digits import make_rotated_digits
+
+    p = get("TAB1").config("paper").values["params"]
+    assert p["unrotated"] is False
+    rot = [0, 90, 180, 270]
+    data = make_rotated_digits(8, 50, 100, rng=np.random.default_rng(0), layout="partition",
+                               rotations=rot)
+    up = tab1.unrotated(data)
+    plain = make_rotated_digits(8, 50, 100, rng=np.random.default_rng(0), layout="partition",
+                                rotations=[0])
+    assert (up.labels == data.labels).all() and (up.y == data.y).all()
+    np.testing.assert_array_equal(up.X[data.labels == 0], data.X[data.labels == 0])
+    for c in range(4):  # every test block is the same upright images, like the 0-degree one
+        np.testing.assert_array_equal(np.sort(up.X_test[c], axis=0), np.sort(up.X_test[0], axis=0))
+    assert not np.array_equal(up.X[data.labels == 1], data.X[data.labels == 1])
+    assert plain.X.shape[2] == up.X.shape[2] == 65

@@ -44,12 +44,14 @@ Config: ``mixlinreg/configs/studies/TAB1.toml``.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from ...config import Spec
-from ...digits import N_IMAGES, make_rotated_digits, run_methods
+from ...digits import N_IMAGES, make_rotated_digits, rotate, run_methods
 from ...stats import HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Fit, verdict_above, wilson_interval
 from ..study import Decision, Study, Verdict, combine, with_margin
 from ..words import sensitivity_lines, words
@@ -71,6 +73,9 @@ SCHEMA = {
         "mnist_n_test": Spec("int", low=1), "mnist_tau": Spec("int", low=1),
         "mnist_rounds": Spec("int", low=1), "mnist_participation": Spec("float", **_FRAC),
         "mnist_decay": Spec("float", **_FRAC),
+        # the control's data without the structure (issue 37): every machine's images (and the
+        # test images) turned back upright, the machines' rotation labels kept; false is the study
+        "unrotated": Spec("bool", required=False, default=False),
         "cifar": Spec("bool"), "cifar_rotations": Spec("list[int]", **_DEG),
         "cifar_n": Spec("int", low=1), "cifar_n_test": Spec("int", low=1),
         "cifar_tau": Spec("int", low=1), "cifar_rounds": Spec("int", low=1),
@@ -151,12 +156,27 @@ def units(params):
             for name in columns(p) for s in range(p["seeds"])]
 
 
+def unrotated(data):
+    """``data`` with every image turned back upright (the rotation labels kept): the control's
+    data, where the clusters differ in nothing but their labels."""
+    X, X_test = data.X.copy(), data.X_test.copy()
+    for c, deg in enumerate(data.rotations):
+        back = (4 - deg // 90) % 4
+        sel = data.labels == c
+        X[sel, :, :64] = rotate(X[sel, :, :64].reshape(*X[sel].shape[:2], 8, 8),
+                                back).reshape(*X[sel].shape[:2], 64)
+        X_test[c, :, :64] = rotate(X_test[c, :, :64].reshape(-1, 8, 8), back).reshape(-1, 64)
+    return dataclasses.replace(data, X=X, X_test=X_test)
+
+
 def compute(spec, params, rng, shared):
     """One column and seed: the methods' test accuracies and IFCA's per-round trace."""
     p = params["params"]
     c = columns(p)[spec["column"]]
     data = make_rotated_digits(c["m"], c["n"], c["n_test"], rng=rng, layout="partition",
                                rotations=c["rotations"])
+    if p["unrotated"]:
+        data = unrotated(data)
     ss = np.random.SeedSequence([int(v) for v in rng.integers(0, 2 ** 63, size=2)])
     out, res = run_methods(data, ss, methods=METHODS, k=c["k"], tau=c["tau"],
                            rounds=c["rounds"], lr=p["lr"], l2=p["l2"], n_init=p["n_init"],
