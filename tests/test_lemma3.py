@@ -157,6 +157,23 @@ def test_placements_geometry_and_the_ball(logistic_setup):
         np.testing.assert_allclose(u, np.repeat(u[:1], len(u), axis=0), atol=1e-9)
 
 
+def test_radius_scale_moves_the_models_out_and_defaults_to_the_ball(tmp_path):
+    c = np.array([[0.0, 0.0], [2.0, 0.0]])
+    base = _l3_model.placements(c, 0.25, 1.0, [0.1, 0.3], 0, np.random.default_rng(1))
+    wide = _l3_model.placements(c, 0.25, 1.0, [0.1, 0.3], 0, np.random.default_rng(1), scale=3.0)
+    for (a, d, t1, t2), (a2, d2, w1, w2) in zip(base, wide):
+        assert (a, d) == (a2, d2)
+        np.testing.assert_allclose(w1 - c[0], 3.0 * (t1 - c[0]))
+        np.testing.assert_allclose(w2 - c[1], 3.0 * (t2 - c[1]))
+    # the default is the lemma's ball: the study's placements as they were
+    assert get("L3").config("paper").values["params"]["radius_scale"] == 1.0
+    src = Path(l3.__file__).resolve().parents[2] / "configs" / "studies" / "L3.toml"
+    bad = tmp_path / "L3.toml"
+    bad.write_text(src.read_text().replace("n_boot = 400 ", "radius_scale = -1.0\nn_boot = 400 "))
+    with pytest.raises(ValueError, match="params.radius_scale"):
+        get("L3").config("paper", bad)
+
+
 def test_ball_constants_upper_end_of_the_bisection():
     loss = "huber"
     R = LOSS_SETUPS[loss]["R"]

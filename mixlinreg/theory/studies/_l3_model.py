@@ -126,9 +126,10 @@ def ball_constants(loss, R, alpha_min, *, n_samples, n_line, n_points, n_bisect,
     return c_hi, phi_hi
 
 
-def placements(centers, lam, L, alphas, n_random, rng):
+def placements(centers, lam, L, alphas, n_random, rng, scale=1.0):
     """``(alpha, direction, theta_1, theta_2)`` of every placement: model ``j`` at distance
-    ``(1/2 - alpha) sqrt(lambda/L) Delta`` from ``centers[j]``, toward the other centre
+    ``(1/2 - alpha) sqrt(lambda/L) Delta`` from ``centers[j]`` (times ``scale``: 1, the lemma's
+    ball; the control's larger scale puts the models outside it), toward the other centre
     (``"adversarial"``) or along ``n_random`` pairs of uniform random directions
     (``"random0"``, ...; the same directions for every ``alpha``)."""
     c = np.asarray(centers, dtype=float)
@@ -141,7 +142,7 @@ def placements(centers, lam, L, alphas, n_random, rng):
         dirs.append((f"random{i}", w[0], w[1]))
     out = []
     for alpha in alphas:
-        r = (0.5 - alpha) * math.sqrt(lam / L) * delta
+        r = scale * (0.5 - alpha) * math.sqrt(lam / L) * delta
         for name, u1, u2 in dirs:
             out.append((float(alpha), name, c[0] + r * u1, c[1] + r * u2))
     return out
@@ -181,7 +182,8 @@ def setup_piece(loss, R, p):
         c, phi = ball_constants(loss, R, min(p["alphas"]), n_samples=p["n_samples"],
                                 n_line=p["n_line"], n_points=p["n_points"],
                                 n_bisect=p["n_bisect"], seed=seed)
-        pl = placements(c.centers, c.lam, c.L, p["alphas"], p["n_random"], rng)
+        pl = placements(c.centers, c.lam, c.L, p["alphas"], p["n_random"], rng,
+                        scale=p.get("radius_scale", 1.0))
         thetas = np.concatenate([[t1, t2] for _, _, t1, t2 in pl])
         F, var, cov = population_stats(loss, ts[0], thetas, p["n_pop"], rng, **kw)
         rows = []

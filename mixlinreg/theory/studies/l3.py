@@ -93,6 +93,9 @@ SCHEMA = {
         "min_count": Spec("int", low=1),
         "slope_points": Spec("int", low=2),
         "n_boot": Spec("int", low=10),
+        # the control's models outside the ball: the placements' distance times radius_scale
+        # (1: the lemma's (1/2 - alpha) sqrt(lambda/L) Delta)
+        "radius_scale": Spec("float", low=0, open="low", required=False, default=1.0),
     },
     "margins": {
         "confidence": Spec("float", **_OPEN01),
