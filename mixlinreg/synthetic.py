@@ -20,6 +20,9 @@ are formed. :func:`make_fedprox_synthetic` offers two documented choices:
   labelling rule, not the distribution of ``x``);
 * ``clusters="shared"``: a cluster's devices share ``W_l``, ``b_l`` and the distribution of
   ``x`` too (``B_l``, ``v_l`` drawn once per cluster): they are identically distributed.
+* ``clusters="one"`` (a control, not the paper's): as ``"model"``, but every cluster uses cluster
+  1's ``W``, ``b``: one labelling rule for all devices, data without the cluster structure (the
+  labels ``l`` are kept).
 
 Devices have unequal sizes: arrays are padded to the largest device (``X`` (m, n_max, d + 1)
 with a bias column of ones last, ``y`` (m, n_max) class labels, the padding zero) and
@@ -38,7 +41,7 @@ from ._validation import as_generator, check_array, check_choice, check_float, c
 __all__ = ["FedSynthetic", "make_fedprox_synthetic", "device_accuracy", "CLUSTER_CHOICES"]
 
 #: how the L clusters are formed (see the module docstring)
-CLUSTER_CHOICES = ("model", "shared")
+CLUSTER_CHOICES = ("model", "shared", "one")
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,7 +158,7 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
         Features (a bias column is appended: rows have ``d + 1`` entries).
     n_classes : int, default 10
         Classes ``C >= 2``.
-    clusters : {"model", "shared"}, default "model"
+    clusters : {"model", "shared", "one"}, default "model"
         How the clusters are formed (module docstring).
     test_fraction : float in (0, 1), default 0.1
         Share of each device's samples held out for testing.
@@ -196,6 +199,8 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
         b[l] = gen.normal(u, 1.0, size=C)
         if clusters == "shared":
             v_cluster[l] = gen.normal(gen.normal(0.0, beta), 1.0, size=d)
+    if clusters == "one":  # the draws of "model", then one rule for every cluster
+        W[1:], b[1:] = W[0], b[0]
     if clusters == "shared":
         means = v_cluster[labels]
     else:

@@ -128,3 +128,15 @@ def test_a_draw_too_large_for_memory_is_refused_by_its_parameters_before_it_draw
 def test_sizing_does_not_change_the_draws():
     a = make_fedprox_synthetic(m=20, L=4, rng=3)
     assert a.X.sum() == pytest.approx(-152916.52175837912, rel=1e-12)  # the value before sizing
+
+
+def test_one_cluster_choice_is_model_with_one_rule():
+    """clusters="one" (issue 37's control): the draws of "model" with cluster 1's W, b for every
+    cluster; "model" itself unchanged."""
+    mo = make_fedprox_synthetic(m=8, L=2, clusters="model", size_cap=60, rng=5)
+    one = make_fedprox_synthetic(m=8, L=2, clusters="one", size_cap=60, rng=5)
+    np.testing.assert_array_equal(one.theta_star[1], one.theta_star[0])
+    np.testing.assert_array_equal(one.theta_star[0], mo.theta_star[0])
+    np.testing.assert_array_equal(one.X, mo.X)
+    np.testing.assert_array_equal(one.labels, mo.labels)
+    assert not np.array_equal(mo.theta_star[1], mo.theta_star[0])
