@@ -51,6 +51,10 @@ STORE = "mixlinreg/harness/store.py"  # Figure 2's ResultStore
 UNIT_STORE = "mixlinreg/runner/store.py"  # the runner's UnitStore (claims, records)
 STATS, ST = "mixlinreg/stats.py", "mixlinreg/theory/studies/"
 KT = "tests/test_mutation_kills.py"
+K41 = "tests/test_mutation_kills_i41.py"
+JAX, FPFC, CFL = "mixlinreg/_jax.py", "mixlinreg/baselines/_fpfc.py", "mixlinreg/baselines/_cfl.py"
+SYN, RUN = "mixlinreg/synthetic.py", "mixlinreg/runner/__init__.py"
+CTRL = "mixlinreg/theory/controls.py"
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,9 @@ _T = ("tests/test_store_integrity.py", "tests/test_harness.py", "-k",
       "damaged or damage or another_config or cut or legacy or changed_config or proven "
       "or mixes or manifest")
 _V = ("tests/test_stats.py", "tests/test_theory_framework.py")
+_J = ("tests/test_jax_backend.py", "-k", "naive or ties or divergence or early_stop")
+_R = ("tests/test_store_integrity.py", "-k", "claim or stale or lock or pid")
+_E = ("tests/test_losses.py",)
 
 MUTANTS = [
     # ------------------------------------------------------------------ the kernel (direct path)
@@ -328,6 +335,90 @@ MUTANTS = [
     M("D22", ST + "ws.py", 'if c["diff_lo"] > 0 or hi < 0:', 'if c["diff_lo"] > 0:',
       ("tests/test_weight_sharing_study.py", "-k", "decide"),
       "WS no longer calls sharing worse when Newcombe's interval is below 0"),
+    # ----------------------------------------- the newer code (issue 41, item 5): ids J F C Y R P E
+    # "added": tests/test_mutation_kills_i41.py, written for the behaviours the review found unpinned
+    M("J01", JAX, "Lc = jnp.where(nan, jnp.inf, L)", "Lc = L", _J,
+      "the JAX kernel lets a NaN loss poison the minimum (every machine on model 0)",
+      added=(K41 + "::test_the_jax_argmin_breaks_nan_and_inf_ties_as_numba_does",)),
+    M("J02", JAX, "best = (Lc == jnp.min(Lc, axis=-1, keepdims=True)) & ~nan",
+      "best = (Lc == jnp.min(Lc, axis=-1, keepdims=True))", _J,
+      "the JAX kernel lets a NaN loss tie with +inf and win as the lower index",
+      added=(K41 + "::test_the_jax_argmin_breaks_nan_and_inf_ties_as_numba_does",)),
+    M("J03", JAX, "jnp.argmax(best, axis=-1), 0)",
+      "best.shape[-1] - 1 - jnp.argmax(best[..., ::-1], axis=-1), 0)", _J,
+      "the JAX kernel's ties go to the highest index (numba's to the lowest)",
+      added=(K41 + "::test_the_jax_argmin_breaks_nan_and_inf_ties_as_numba_does",)),
+    M("J04", JAX, "(jnp.abs(new64) > thresh)", "(jnp.abs(new64) >= thresh)", _J,
+      "the JAX kernel flags a model exactly at the threshold as diverged (numba does not)",
+      added=(K41 + "::test_a_model_exactly_at_the_divergence_threshold_has_not_diverged",)),
+    M("F01", FPFC, "link = np.linalg.norm(theta_pairs, axis=1) <= nu",
+      "link = np.linalg.norm(theta_pairs, axis=1) < nu", ("tests/test_fpfc.py",),
+      "FPFC leaves exactly fused devices (pair distance equal to nu) unlinked",
+      added=(K41 + "::test_fpfc_links_devices_whose_pair_distance_equals_nu",)),
+    M("F02", FPFC, "order = np.argsort(np.argsort(first))", "order = np.argsort(first)",
+      ("tests/test_fpfc.py",),
+      "FPFC's cluster labels are not numbered in order of their first machine"),
+    M("C01", CFL, "new_active.append((next_id + 1, sb, theta.copy()))",
+      "new_active.append((next_id + 1, sb, theta - mean))", ("tests/test_cfl.py",),
+      "the second side of a CFL split starts from the model before the round's FedAvg step",
+      added=(K41 + "::test_both_sides_of_a_cfl_split_start_from_the_groups_updated_model",)),
+    M("C02", CFL, "            new_active.append((next_id, sa, theta.copy()))\n"
+      "            new_active.append((next_id + 1, sb, theta.copy()))\n",
+      "            new_active.append((next_id, sa, theta - mean))\n"
+      "            new_active.append((next_id + 1, sb, theta - mean))\n", ("tests/test_cfl.py",),
+      "both sides of a CFL split drop the split round's FedAvg step",
+      added=(K41 + "::test_both_sides_of_a_cfl_split_start_from_the_groups_updated_model",)),
+    M("C03", CFL, "mean = D.mean(axis=0) if np.all(sizes == sizes[0]) else (sizes / sizes.sum()) @ D",
+      "mean = D.mean(axis=0)", ("tests/test_cfl.py",),
+      "CFL's FedAvg ignores the machines' sample counts (weights |D_i| / |D_c|)"),
+    M("C04", CFL, "elif dmax >= eps2 and len(members) >= min_group:",
+      "elif dmax >= eps2 and len(members) > min_group:", ("tests/test_cfl.py",),
+      "a CFL group of exactly min_group machines never splits",
+      added=(K41 + "::test_a_cfl_group_of_exactly_min_group_machines_splits",)),
+    M("Y01", SYN, "log_sizes = gen.normal(size_mean, size_sd, size=m)",
+      "log_sizes = gen.normal(size_mean, size_sd ** 2, size=m)", ("tests/test_synthetic.py",),
+      "make_fedprox_synthetic's sizes take size_sd as the variance of log n",
+      added=(K41 + "::test_fedprox_sizes_have_the_lognormal_spread_asked_for",)),
+    M("Y02", SYN, "sizes = np.exp(log_sizes).astype(np.int64) + size_min",
+      "sizes = np.round(np.exp(log_sizes)).astype(np.int64) + size_min", ("tests/test_synthetic.py",),
+      "make_fedprox_synthetic rounds the lognormal part where the authors truncate (int)"),
+    M("R01", UNIT_STORE, "            if not _pid_alive(pid):\n                return True\n",
+      "            if not _pid_alive(pid):\n                return False\n", _R,
+      "a claim of a dead process on this host is waited on (until stale_after)",
+      added=(K41 + "::test_a_dead_claim_is_taken_over_and_a_live_one_next_to_it_is_not",)),
+    M("R02", UNIT_STORE, "return now is not None and now != start",
+      "return now is None or now != start", _R,
+      "a claim of a live process whose start time cannot be read is broken",
+      added=(K41 + "::test_a_live_claim_whose_start_time_cannot_be_read_is_respected",)),
+    M("R03", RUN, 'if state in ("Z", "X"):', 'if state == "X":', ("tests/test_runner_orphans.py",),
+      "a worker whose parent is a zombie keeps running and writing units",
+      added=(K41 + "::test_a_zombie_or_a_later_process_with_the_pid_is_not_the_owner",)),
+    M("R04", RUN, "return start is None or now is None or now == start",
+      "return start is None or now is None or now >= start", ("tests/test_runner_orphans.py",),
+      "a worker takes a later process with its parent's pid for its parent",
+      added=(K41 + "::test_a_zombie_or_a_later_process_with_the_pid_is_not_the_owner",)),
+    M("P01", CTRL, 'if control.get("verdict") == NOT_SUPPORTED:',
+      'if control.get("verdict") != HOLDS:', ("tests/test_controls.py",),
+      "a claim whose control was inconclusive keeps 'holds'"),
+    M("P02", CTRL, 'if kind != "claim" or rule_verdict != HOLDS:', "if rule_verdict != HOLDS:",
+      ("tests/test_controls.py",), "a reproducibility note is lowered for lack of a control",
+      added=(K41 + "::test_a_note_keeps_its_verdict_without_a_control",)),
+    M("P03", CTRL, '_git(root, "merge-base", "--is-ancestor", commit, c)',
+      '_git(root, "merge-base", "--is-ancestor", c, commit)', ("tests/test_controls.py",),
+      "the history check accepts a record committed before its thresholds"),
+    M("P04", CTRL, 'mine = [t for t in touched if t.startswith(f"{out}/{sid}_")',
+      'mine = [t for t in touched if t.startswith(f"{out}/{sid}.")', ("tests/test_controls.py",),
+      "the history check accepts thresholds committed together with their record"),
+    M("E01", LOSS, 'HUBER_LOSS = Loss("huber", 2, (0.0, 1.0), param="delta",',
+      'HUBER_LOSS = Loss("huber", 2, (0.0, 2.0), param="delta",', _E,
+      "the Huber loss's curvature bound (its L, so 1/L steps) is doubled",
+      added=(K41 + "::test_each_losss_curvature_range_is_attained",)),
+    M("E02", LOSS, "return _BY_CODE[check_code(code)].arrays[2](z, y, delta, xp)",
+      "return _BY_CODE[check_code(code)].arrays[1](z, y, delta, xp)", _E,
+      "the array form of the second derivative (JAX, the constants) is the first derivative"),
+    M("E03", LOSS, "    elif code == 2:\n        return huber_derivative(z, y, delta)\n",
+      "    elif code == 2:\n        return huber_value(z, y, delta)\n", _E + _K,
+      "the kernel's dispatcher runs the Huber loss's value as its derivative"),
 ]
 
 #: the tests added (issue 25) to kill the mutants that survived the first run ("before"); L01 and
@@ -359,6 +450,9 @@ MUTANTS = [replace(m, added=ADDED.get(m.id, m.added)) for m in MUTANTS]
 #: mutants no test can tell apart from the original, each with its argument
 EQUIVALENT = {
     "L06": "at r == delta both branches return -delta (the value -r equals -delta)",
+    "F02": "scipy's connected_components numbers the components in the order it first meets a "
+           "node, scanning nodes 0, 1, ...: `first` is increasing, so argsort(first) and its "
+           "inverse are both the identity",
     "S06": "trial_success has one row per (cell, trial), so the rows of a cell are its distinct "
            "trials: count == nunique",
 }
