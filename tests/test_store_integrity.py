@@ -387,11 +387,16 @@ def test_two_check_processes_on_one_store(tmp_path):
     assert shared["verdict"] == alone["verdict"] and shared["numbers"] == alone["numbers"]
     assert alone["units_computed"] > 0
     assert shared["units_computed"] + shared["units_resumed"] == alone["units_computed"]
-    (folder,) = (tmp_path / "shared").glob("T1-smoke-*")
-    units = UnitStore(folder)
-    with warnings_as_errors():
-        assert len(units.done()) == len(units.ids()) == alone["units_computed"]
-    assert not list(folder.glob("*.lock")) and not list(folder.glob(".*.tmp"))
+    # one store per config (the study's and its control's): the same folders as a single run's,
+    # each unit once, proven, no lock or temporary file left
+    folders = sorted((tmp_path / "shared").glob("T1-smoke-*"))
+    assert [f.name for f in folders] == sorted(f.name for f in (tmp_path / "alone").glob("T1-smoke-*"))
+    assert folders
+    for folder in folders:
+        units, single = UnitStore(folder), UnitStore(tmp_path / "alone" / folder.name)
+        with warnings_as_errors():
+            assert units.done() == set(units.ids()) == single.done() == set(single.ids())
+        assert not list(folder.glob("*.lock")) and not list(folder.glob(".*.tmp"))
 
 
 def test_a_folder_where_a_lock_belongs_is_named(tmp_path):
