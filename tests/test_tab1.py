@@ -1,7 +1,8 @@
-"""Study TAB1 (Table 1 protocol on rotated digits): registration, the t interval, the pure
-``decide`` on made-up measurements at and around its thresholds, the sensitivity lines against
-``decide`` at the neighbours, ``measure`` on a made-up table, config errors, and a complete smoke
-record."""
+"""Study TAB1 (Table 1 protocol on rotated digits), version 2: registration, the t interval, the
+pure ``decide`` on made-up measurements at and around its thresholds (rule (a) as first registered:
+IFCA > global > local, the paper's order global > local judged with its own margin), the hard
+cells at and around their bands, the sensitivity lines against ``decide`` at the neighbours,
+``measure`` on a made-up table, config errors, and a complete smoke record."""
 
 from __future__ import annotations
 
@@ -123,26 +124,116 @@ def test_the_study_verdict_is_the_weakest_column_and_the_scope_names_each():
     assert "IFCA > local not supported" in scope and "identification inconclusive" in scope
 
 
-def test_the_baselines_order_is_reported_not_judged():
-    """The claim is IFCA above each baseline: local above global (the analogue's linear model)
-    does not change the verdict, and the scope says it was not judged."""
+def test_version_2_is_the_first_registered_rule():
+    """Version 2: the config says so, and at its chosen margins (a-iii) is held to the same
+    margin as (a-i) and (a-ii), so (a) is the first registered IFCA > global > local."""
+    cfg = get("TAB1").config("paper")
+    assert cfg.extras["version"] == 2
+    mg = cfg.values["margins"]
+    assert mg["baseline_margin"] == mg["order_margin"] == 0.0
+    assert mg["baseline_margin_neighbours"] == mg["order_margin_neighbours"] == [0.01, 0.02]
+    assert tab1.DIFF_MARGIN == {"d_ifca_global": "order_margin", "d_ifca_local": "order_margin",
+                                "d_global_local": "baseline_margin"}
+    text = (Path(tab1.__file__).parents[2] / "configs" / "studies" / "TAB1.toml").read_text()
+    assert "6ffd3ad" in text and "it first required IFCA > global > local" in text
+
+
+def test_the_papers_order_is_judged():
+    """Version 2: local above global makes (a), the column and the study not supported, while
+    IFCA above each baseline still holds; the scope names the part that failed."""
     ms = {"c": _column(UP, UP, d_gl=DOWN)}
     d = tab1.decide(ms, _params())
-    assert d.verdict == HOLDS
-    assert d.numbers["columns"]["c"]["parts"]["d_global_local"] == NOT_SUPPORTED
+    v = d.numbers["columns"]["c"]
+    assert d.verdict == NOT_SUPPORTED and v["a"] == NOT_SUPPORTED and v["b"] == HOLDS
+    assert v["ifca"] == HOLDS and v["order"] == NOT_SUPPORTED
+    assert v["parts"]["d_global_local"] == NOT_SUPPORTED
     scope = tab1.scope_line(d, {"c": {"n": 200, "dataset": "mnist"}})
-    assert scope == "holds for n = 200 (MNIST-like) (not judged: the table's global > local not supported)"
+    assert scope == "not supported for n = 200 (MNIST-like) (the paper's global > local not supported)"
+    mixed = tab1.decide({"c": _column(UP, UP, d_gl=MIXED)}, _params())
+    assert mixed.verdict == INCONCLUSIVE and mixed.numbers["columns"]["c"]["ifca"] == HOLDS
+
+
+def test_the_baseline_margin_moves_only_the_papers_order():
+    near = [0.015] * 5 + [0.016] * 5  # t interval about [0.0151, 0.0159]
+    ms = {"c": _column(UP, UP, d_gl=near)}
+    parts = lambda **m: tab1.decide(ms, _params(**m)).numbers["columns"]["c"]["parts"]  # noqa: E731
+    assert parts(baseline_margin=0.01)["d_global_local"] == HOLDS
+    assert parts(baseline_margin=0.0155)["d_global_local"] == INCONCLUSIVE
+    assert parts(baseline_margin=0.02)["d_global_local"] == NOT_SUPPORTED
+    assert parts(baseline_margin=0.02)["d_ifca_global"] == HOLDS
+    # order_margin does not move (a-iii)
+    assert parts(order_margin=0.02)["d_global_local"] == HOLDS
+    ms = {"c": _column(near, UP, d_gl=UP)}
+    assert tab1.decide(ms, _params(baseline_margin=0.02)).verdict == HOLDS
+    assert tab1.decide(ms, _params(order_margin=0.02)).verdict == NOT_SUPPORTED
+
+
+@pytest.mark.parametrize("value, hard", [
+    (0.041, False),  # above the band [0 - 0.02, 0.02 + 0.02]
+    (0.039, True),
+    (0.0, True),
+    (-0.019, True),
+    (-0.021, False),  # below it
+])
+def test_a_difference_is_hard_within_delta_of_its_margins(value, hard):
+    """No spread: every confidence's interval is the point itself."""
+    for key in tab1.DIFFS:
+        d = {k: UP for k in tab1.DIFFS}
+        d[key] = [value] * 10
+        ms = {"c": _column(d["d_ifca_global"], d["d_ifca_local"], d_gl=d["d_global_local"],
+                           identified=0, seeds=30)}
+        h = tab1.hard_cells(ms, _params())
+        assert h["cells"][("c", key)] is hard, key
+        assert h["total"] == 4 and h["hard"] == int(hard)
+
+
+def test_a_difference_is_hard_by_its_widest_interval():
+    v = [0.024, 0.096, 0.048, 0.072, 0.06, 0.036, 0.084, 0.048, 0.072, 0.06]
+    lo95 = tab1.t_interval(v, 0.95).lo
+    lo99 = tab1.t_interval(v, 0.99).lo
+    assert lo99 < 0.04 < lo95  # only the 0.99 interval reaches into the band
+    ms = {"c": _column(v, UP, identified=0, seeds=30)}
+    assert tab1.hard_cells(ms, _params())["cells"][("c", "d_ifca_global")] is True
+    assert tab1.hard_cells(ms, _params(confidence_neighbours=[0.9]))["cells"][
+        ("c", "d_ifca_global")] is False
+
+
+@pytest.mark.parametrize("identified, seeds, hard", [
+    (10, 10, True),  # holds, but 9 of 10 is inconclusive (and 0.99 gives lo 0.60 < 0.7)
+    (0, 30, False),  # not supported at every combination, and at 1 of 30
+    (0, 10, True),  # upper bound 0.40 at 0.99, above rate_floor 0.3
+    (30, 30, False),  # lo 0.82 at 0.99 >= 0.8, and 29 of 30 still holds
+])
+def test_an_identification_is_hard_where_its_margins_or_one_seed_move_it(identified, seeds,
+                                                                         hard):
+    ms = {"c": _column(UP[:3] * 10, UP[:3] * 10, identified, seeds)}
+    assert tab1.hard_cells(ms, _params())["cells"][("c", "identified")] is hard
+
+
+def test_the_cells_count_every_column():
+    ms = {"a": _column(UP, UP, identified=0, seeds=30),
+          "b": _column([0.0] * 10, UP, d_gl=DOWN, identified=10, seeds=10)}
+    h = tab1.hard_cells(ms, _params())
+    assert (h["hard"], h["total"]) == (2, 8)
+    assert {k for k, v in h["cells"].items() if v} == {("b", "d_ifca_global"), ("b", "identified")}
 
 
 def test_sensitivity_lines_read_decide_at_the_neighbours():
-    ms = {"a": _column([0.015] * 5 + [0.016] * 5, UP, 9, 10)}
+    ms = {"a": _column([0.015] * 5 + [0.016] * 5, UP, 9, 10, d_gl=[0.015] * 5 + [0.016] * 5)}
     params = _params()
     lines = tab1.sensitivity(ms, params)
-    assert len(lines) == len(tab1.MARGINS)
+    assert len(lines) == len(tab1.MARGINS) == 5 and "baseline_margin" in tab1.MARGINS
     for line, key in zip(lines, tab1.MARGINS):
         for v in params["margins"][f"{key}_neighbours"]:
-            expect = tab1.decide(ms, tab1._at(params, key, v)).verdict
-            assert f"{v:g} -> {expect}" in line, (key, v, line)
+            d = tab1.decide(ms, tab1._at(params, key, v))
+            c = d.numbers["columns"]["a"]
+            expect = (f"{v:g} -> {d.verdict} (IFCA above each baseline in "
+                      f"{int(c['ifca'] == HOLDS)}/1 columns, global > local in "
+                      f"{int(c['order'] == HOLDS)}/1, (b) in {int(c['b'] == HOLDS)}/1)")
+            assert expect in line, (key, v, line)
+    base = lines[list(tab1.MARGINS).index("baseline_margin")]
+    assert "global > local in 1/1" in base.split("; ")[1]  # 0.01: holds
+    assert "global > local in 0/1" in base.split("; ")[2]  # 0.02: not supported
 
 
 def test_measure_pairs_seeds_and_counts_identified():
@@ -227,7 +318,12 @@ def test_smoke_record_complete(tmp_path):
     assert len(t1) == len(cols) * (len(tab1.METHODS) + 1)
     assert t1.loc[t1["method"] == "ifca", "paper"].str.match(r"\d+\.\d\d ± ").all()
     assert set(r.numbers["verdict"]) - {""} <= set(VERDICTS)
-    assert sum(r.numbers["row"].str.startswith("(")) == 3 * len(cols)
+    assert sum(r.numbers["row"].str.startswith("(")) == 5 * len(cols)  # (a-i..iii), (a), (b)
+    assert r.version == 2 and r.rule_verdict in VERDICTS
+    assert set(r.cells) == {"hard", "total", "rule"} and r.cells["total"] == 4 * len(cols)
+    assert 0 <= r.cells["hard"] <= r.cells["total"] and "hard when" in r.cells["rule"]
+    ms = tab1.measure(table, params)  # the record's cells are hard_cells of its table
+    assert r.cells["hard"] == tab1.hard_cells(ms, params)["hard"]
     sens = [c for c in r.caveats if c.startswith("Sensitivity: ")]
     assert len(sens) == len(tab1.MARGINS)
     assert any("not comparable" in c for c in r.caveats)
