@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mixlinreg.baselines import cosine_similarities
 from mixlinreg.stats import Fit, wilson_interval
 from mixlinreg.theory import VERDICTS, run_study
 from mixlinreg.theory.studies import cflf3, get
@@ -22,8 +23,12 @@ from mixlinreg.theory.study import CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, r
 ROOT = Path(__file__).resolve().parents[1]
 EPS = 2.0**-30
 
-MARGINS = {"plateau_margin": 0.0625, "ratio_threshold": 2.0, "ceiling_tol": 0.125,
-           "rate_target": 0.625, "rate_floor": 0.5, "near_zero": 0.25, "all_share": 0.875}
+MARGINS = {"stall_se": 1.0, "ratio_threshold": 2.0, "ceiling_frac": 0.25,
+           "rate_target": 0.625, "rate_floor": 0.5, "near_zero_z": 2.0, "all_share": 0.875}
+# the made-up design: n_test = 64 (stall threshold 1 x 0.5 / 8 = 0.0625), 4 clusters with a mean
+# ceiling 0.5 (ceiling tolerance 0.25 x (1 - 1/2) = 0.125), groups of 5 in dim = 64 (near-zero
+# band [-1/4 - 2/8, 2/8] = [-0.5, 0.25])
+STALL, TOL, BAND = 0.0625, 0.125, (-0.5, 0.25)
 
 
 def _params(**over):
@@ -36,6 +41,7 @@ def _params(**over):
 def _m(**over):
     """Measurements on which every rule holds and no caveat applies."""
     m = {"seeds": 10, "converged": 10, "stall": Fit(0.001, 0.0005, 0.002, 10),
+         "n_test": 64, "k": 4, "group": 5, "dim": 64, "ceiling": Fit(0.5, 0.45, 0.55, 10),
          "ratio": Fit(3.0, 2.5, 3.5, 10), "min_client_ratio": np.full(10, 3.0),
          "ceiling_ratio": Fit(1.0, 0.95, 1.05, 10), "recovered": (10, 10), "gap": (10, 10),
          "final_within": Fit(0.0, -0.125, 0.125, 10)}
@@ -57,8 +63,32 @@ def test_base_measurements_hold():
     assert _v() == HOLDS
 
 
+def test_design_thresholds():
+    assert cflf3.stall_threshold(1.0, 64) == STALL
+    assert cflf3.stall_threshold(2.0, 359) == pytest.approx(1 / np.sqrt(359))
+    assert cflf3.ceiling_tolerance(0.25, 4, 0.5) == TOL
+    assert cflf3.ceiling_tolerance(1.0, 4, 0.25) == 0.0  # ceiling 1/k: the alternative is 1
+    assert np.isnan(cflf3.ceiling_tolerance(0.5, 4, None))
+    assert cflf3.near_zero_band(2.0, 5, 64) == BAND
+    assert cflf3.update_dim() == 65 * 9
+    # the band's lower edge is below the floor of a mean pairwise cosine of g unit vectors
+    u = np.random.default_rng(0).normal(size=(5, 40))
+    u -= u.mean(axis=0)  # summing to zero
+    S = cosine_similarities(u)
+    sims = S[np.triu_indices(5, 1)]
+    assert sims.mean() >= -1 / 4 - 1e-12 and sims.mean() > cflf3.near_zero_band(2.0, 5, 64)[0]
+
+
+def test_decide_reports_the_design_thresholds():
+    d = cflf3.decide(_m(), _params())
+    assert d.numbers["stall threshold"] == STALL and d.numbers["ceiling tol"] == TOL
+    assert d.numbers["near zero band"] == BAND
+    # they follow the design values: more test images, a tighter stall threshold
+    assert cflf3.decide(_m(n_test=256), _params()).numbers["stall threshold"] == 0.03125
+
+
 def test_stall_rule_at_its_margin():
-    pm = MARGINS["plateau_margin"]
+    pm = STALL
     assert _v(_m(stall=Fit(0.01, 0.0, pm, 10))) == HOLDS
     assert _v(_m(stall=Fit(0.01, 0.0, pm + EPS, 10))) == INCONCLUSIVE
     assert _v(_m(stall=Fit(0.1, pm, 0.2, 10))) == INCONCLUSIVE  # lo at the margin: not above
@@ -91,11 +121,12 @@ def test_rate_rules_at_target_and_floor(key):
 
 
 def test_ceiling_caveat_at_its_tolerance():
-    tol = MARGINS["ceiling_tol"]
+    tol = TOL
     assert _v(_m(ceiling_ratio=Fit(1.0, 1 - tol, 1 + tol, 10))) == HOLDS
     assert _v(_m(ceiling_ratio=Fit(1.0, 1 - tol - EPS, 1.0, 10))) == CAVEAT
     assert _v(_m(ceiling_ratio=Fit(1.0, 1.0, 1 + tol + EPS, 10))) == CAVEAT
     assert _v(_m(ceiling_ratio=None)) == CAVEAT
+    assert _v(_m(ceiling=None)) == CAVEAT  # no ceiling: no tolerance
 
 
 def test_all_clients_caveat_at_its_share():
@@ -109,10 +140,10 @@ def test_all_clients_caveat_at_its_share():
 
 
 def test_near_zero_caveat_at_its_band():
-    nz = MARGINS["near_zero"]
-    assert _v(_m(final_within=Fit(-0.2, -nz, nz, 10))) == HOLDS
-    assert _v(_m(final_within=Fit(-0.2, -nz - EPS, 0.0, 10))) == CAVEAT
-    assert _v(_m(final_within=Fit(0.2, 0.0, nz + EPS, 10))) == CAVEAT
+    lo, hi = BAND
+    assert _v(_m(final_within=Fit(-0.2, lo, hi, 10))) == HOLDS
+    assert _v(_m(final_within=Fit(-0.2, lo - EPS, 0.0, 10))) == CAVEAT
+    assert _v(_m(final_within=Fit(0.2, 0.0, hi + EPS, 10))) == CAVEAT
     assert _v(_m(final_within=None)) == CAVEAT
     # a caveat never lifts a weaker verdict
     assert _v(_m(final_within=None, ratio=Fit(1.5, 1.0, 1.5, 10))) == NOT_SUPPORTED
@@ -131,6 +162,32 @@ def test_sensitivity_lines_are_decide_at_the_neighbours():
         assert line == f"{words} (chosen {mg[key]:g}): {expected}"
     # the doubling line moves: 2.5 is above the interval
     assert "2.5 -> not supported" in lines[1]
+
+
+def test_cells_count_the_judged_checks():
+    c = cflf3.count_cells(cflf3.decide(_m(), _params()).numbers)
+    assert c["total"] == 7 and c["hard"] == 7 and "strictly inside" in c["rule"]
+    # a band reaching past both ends of a cosine's range is not hard; nor is a ceiling tolerance
+    # of at least 1 (its lower edge at or below 0, where a ratio of accuracies cannot go)
+    n = dict(cflf3.decide(_m(), _params()).numbers)
+    n["near zero band"] = (-1.5, 1.5)
+    assert cflf3.count_cells(n)["hard"] == 6
+    n["ceiling tol"] = 1.0
+    assert cflf3.count_cells(n)["hard"] == 5
+
+
+def test_reference_run_starts_at_the_split_model():
+    p = {"clients": 4, "clusters": 2, "test_share": 0.2, "lr": 0.25, "local_steps": 2,
+         "l2": 0.01}
+    data = cflf3.make_clients(p, np.random.default_rng(3))
+    W = np.zeros((65, 10))
+    assert np.array_equal(cflf3.continue_fl(W, data, p, 0), W)
+    W1 = cflf3.continue_fl(W, data, p, 1)
+    expected = W + cflf3.client_updates(W, data["X"], data["y"], p).mean(axis=0).reshape(W.shape)
+    assert np.allclose(W1, expected)
+    # the accuracy of one model for every client: its clusters' mean (equal clusters)
+    hits = np.argmax(data["X_test"] @ W1, axis=1)[None, :] == data["y_test"]
+    assert cflf3.model_accuracy(W1, data) == pytest.approx(hits.mean())
 
 
 def test_ceiling_and_label_share():
@@ -155,12 +212,22 @@ def test_smoke_record_is_complete(tmp_path):
     est = r.numbers.set_index("quantity")["estimate [95% CI]"]
     for q in ("final / federated accuracy (ratio of means)",
               "plateau / (ceiling x final accuracy)",
-              "seeds recovering the 4 clusters exactly (ARI = 1)"):
+              "seeds recovering the 4 clusters exactly (ARI = 1)",
+              "gain of mean client accuracy when plain FL continues 100 rounds past the first "
+              "split (reference run, no split)",
+              "within-cluster similarity after the final clustering"):
         assert est[q] in r.summary, q
     # the sensitivity lines are decide's at the neighbours on the stored rows
     table = pd.read_csv(next(tmp_path.glob("CFLF3_smoke.csv*")))
     params = get("CFLF3").config("smoke").values
     assert set(table["kind"]) == {"seed", "cluster", "split", "pair", "curve"}
+    seeds = table[table["kind"] == "seed"]
+    # the reference run's gain is its accuracy minus the one at the first split, in every seed
+    assert np.allclose(seeds["ref_gain"], seeds["ref_acc"] - seeds["plateau_acc"])
+    assert r.cells == cflf3.count_cells(cflf3.decide(
+        cflf3.measure(table, params["params"],
+                      lambda key: unit_rng(0, "CFLF3", "analyze_" + key)), params).numbers)
+    assert r.version == 2
     m = cflf3.measure(table, params["params"],
                       lambda key: unit_rng(0, "CFLF3", "analyze_" + key))
     assert sens == [f"Sensitivity: {line}" for line in cflf3.sensitivity(m, params)]
@@ -175,6 +242,8 @@ def test_smoke_record_is_complete(tmp_path):
     ("seeds = 2\n", "seeds = 1\n", r"params.seeds.*\[2, inf\).*got 1"),  # the smoke preset's
     ("clusters = 4 ", "clusters = 11 ", r"clusters.*\[2, 10\].*11"),
     ("plateau_window = 20 ", "plateau_window = 5000 ", "params.plateau_window"),
+    ("continue_rounds = 100 ", "continue_rounds = 0 ", r"continue_rounds.*\[1, inf\).*got 0"),
+    ("stall_se = 1.0 ", "stall_se = 0.0 ", r"stall_se"),
     ("rate_target_neighbours = [0.5, 0.8]", "rate_target_neighbours = []",
      "rate_target_neighbours must be a non-empty list"),
 ])

@@ -16,15 +16,23 @@ model before the split round (``local_steps`` gradient steps of size ``lr`` on t
 :func:`mixlinreg.digits.softmax_loss_grad`; deterministic, so they are the updates CFL clustered,
 and rule (6) on them is checked to give CFL's split) and their pairwise cosine similarities are
 recorded, within and across the true clusters (Figure 3, right); after the run the same is done
-at each final group's model.
+at each final group's model. The reference run (version 2): plain FL (FedAvg over all clients, the
+same local steps) continued from the federated model at the first split for ``continue_rounds``
+more rounds without splitting; its mean client test accuracy at the end against the one at the
+split is the gain FL still had (a paired comparison in each seed).
 
 The verdict (:func:`decide`, pure, on what :func:`measure` returns)
 ------------------------------------------------------------------
 Four rules, the claim the weakest of them:
 
-(a) CFL splits only after FL stalls: the mean over seeds of the change of the mean client
-    accuracy over the ``plateau_window`` rounds up to the first split (max - min), bootstrap
-    interval: ``hi <= plateau_margin`` holds, ``lo > plateau_margin`` not supported.
+(a) CFL splits only after FL stalls (version 2): the mean over seeds of the reference run's gain
+    (mean client test accuracy after ``continue_rounds`` more rounds of plain FL minus the one at
+    the first split), bootstrap interval, against the threshold :func:`stall_threshold`
+    ``= stall_se * 0.5 / sqrt(n_test)`` (``stall_se`` binomial standard errors of a test accuracy
+    on the ``n_test`` test images, at their largest, p = 1/2): ``hi <=`` it holds, ``lo >`` it not
+    supported. CFL's trigger (the mean update norm below ``eps1``) does not use the accuracy and
+    does not bound what further rounds gain. Version 1's rule, the change over the
+    ``plateau_window`` rounds before the split, is reported as descriptive: the trigger implies it.
 (c) "more than doubled": final over federated (plateau) accuracy, ratio of the means over seeds,
     bootstrap interval: ``lo > ratio_threshold`` holds, ``hi <= ratio_threshold`` not supported.
 (d) the final clustering is the true one: seeds with ARI = 1, Wilson interval:
@@ -38,10 +46,14 @@ claim that holds gets a caveat when (b) the plateau is not the
 analogue's single-model level (the paper's "around 20%" is CIFAR-10's with a CNN and cannot
 transfer; the analogue predicts plateau = ceiling x final accuracy, with the *ceiling* the best
 accuracy one model can reach on the 4 permutations of the true digit; the interval of the mean
-ratio must lie in ``[1 - ceiling_tol, 1 + ceiling_tol]``), when not every client more than
-doubled (Wilson upper bound of the share of seeds in which every client did below
-``all_share``), or when the final within-cluster similarity is not "close to zero" (its interval
-outside ``[-near_zero, near_zero]``).
+ratio must lie in ``[1 - tol, 1 + tol]`` with ``tol`` from :func:`ceiling_tolerance`), when not
+every client more than doubled (Wilson upper bound of the share of seeds in which every client
+did below ``all_share``), or when the final within-cluster similarity is not "close to zero" (its
+interval outside the band of :func:`near_zero_band`).
+
+The verdict's cells (``Verdict.cells``, :func:`count_cells`): the 7 checks it judges (rules (a),
+(c), (d), (e) and the caveat checks (b), every client doubled, near zero); a check is hard when
+its threshold lies strictly inside the range that its quantity can take by construction.
 
 Config: ``mixlinreg/configs/studies/CFLF3.toml``.
 """
@@ -72,21 +84,22 @@ SCHEMA = {
         "lr": Spec("float", low=0, open="low"), "local_steps": Spec("int", **_POS),
         "l2": Spec("float", low=0), "eps1": Spec("float", low=0, open="low"),
         "eps2": Spec("float", low=0, open="low"), "max_rounds": Spec("int", **_POS),
-        "plateau_window": Spec("int", **_POS), "n_boot": Spec("int", low=100),
+        "plateau_window": Spec("int", **_POS), "continue_rounds": Spec("int", **_POS),
+        "n_boot": Spec("int", low=100),
     },
     "margins": {
-        "plateau_margin": Spec("float", low=0, high=1, open="low"),
-        "plateau_margin_neighbours": Spec("list[float]", low=0, high=1, open="low"),
+        "stall_se": Spec("float", low=0, open="low"),
+        "stall_se_neighbours": Spec("list[float]", low=0, open="low"),
         "ratio_threshold": Spec("float", low=1),
         "ratio_threshold_neighbours": Spec("list[float]", low=1),
-        "ceiling_tol": Spec("float", **_OPEN01),
-        "ceiling_tol_neighbours": Spec("list[float]", **_OPEN01),
+        "ceiling_frac": Spec("float", **_OPEN01),
+        "ceiling_frac_neighbours": Spec("list[float]", **_OPEN01),
         "rate_target": Spec("float", **_OPEN01),
         "rate_target_neighbours": Spec("list[float]", **_OPEN01),
         "rate_floor": Spec("float", **_OPEN01),
         "rate_floor_neighbours": Spec("list[float]", **_OPEN01),
-        "near_zero": Spec("float", low=0, high=1, open="low"),
-        "near_zero_neighbours": Spec("list[float]", low=0, high=1, open="low"),
+        "near_zero_z": Spec("float", low=0, open="low"),
+        "near_zero_z_neighbours": Spec("list[float]", low=0, open="low"),
         "all_share": Spec("float", low=0, high=1, open="low"),
         "all_share_neighbours": Spec("list[float]", low=0, high=1, open="low"),
     },
@@ -94,6 +107,7 @@ SCHEMA = {
 #: the margins that have neighbours, with the words of their sensitivity lines (cflf3.md)
 MARGINS = WORDS.labels("sensitivity")
 N_IMAGES = 1797  # sklearn's digits
+N_FEATURES = 65  # 64 pixels and a bias
 
 
 # ------------------------------------------------------------------------------ units
@@ -107,6 +121,51 @@ def _sizes(p):
                          f"training image per client (n_test in [1, {N_IMAGES - p['clients']}]), "
                          f"got test_share={p['test_share']!r} (n_test = {n_test})")
     return n_test, (N_IMAGES - n_test) // p["clients"]
+
+
+def stall_threshold(stall_se, n_test):
+    """Rule (a)'s threshold on FL's remaining gain: ``stall_se`` binomial standard errors of one
+    test accuracy on ``n_test`` images at their largest (p = 1/2), ``stall_se * 0.5 / sqrt(n_test)``.
+
+    >>> stall_threshold(1.0, 400)
+    0.025
+    """
+    return float(stall_se) * 0.5 / np.sqrt(n_test)
+
+
+def ceiling_tolerance(ceiling_frac, clusters, ceiling):
+    """Caveat (b)'s tolerance on plateau / (ceiling x final): ``ceiling_frac`` of the way from the
+    prediction 1 to the alternative level ``1 / (clusters x ceiling)`` (one model right for one
+    permutation only, plateau = final / clusters); ``ceiling_frac = 1/2`` is the midpoint, where
+    the plateau is as near the one level as the other. NaN without a ceiling.
+
+    >>> ceiling_tolerance(0.5, 4, 0.5)
+    0.25
+    """
+    if ceiling is None or not np.isfinite(ceiling) or ceiling <= 0:
+        return float("nan")
+    return float(ceiling_frac) * (1.0 - 1.0 / (clusters * ceiling))
+
+
+def near_zero_band(z, group, dim):
+    """Caveat (e)'s band ``(lo, hi)`` for the mean within-cluster similarity after the final
+    clustering, from the design: unrelated (independent, isotropic) updates in ``dim`` dimensions
+    have pairwise cosines ``0 +- 1/sqrt(dim)``; unrelated full-batch updates of a converged group
+    of ``group`` clients sum to zero, so their mean pairwise cosine is ``-1/(group - 1)`` (equal
+    norms; never below it). Band: ``[-1/(group - 1) - z/sqrt(dim), z/sqrt(dim)]``.
+
+    >>> near_zero_band(2.0, 5, 400)
+    (-0.35, 0.1)
+    """
+    s = float(z) / np.sqrt(dim)
+    return -1.0 / (group - 1) - s, s
+
+
+def update_dim(n_features=N_FEATURES, n_classes=N_CLASSES):
+    """Dimension of the space the clients' softmax updates lie in: the columns of a softmax
+    gradient (and of a model grown from zero by them) sum to zero, ``n_features (n_classes - 1)``.
+    """
+    return n_features * (n_classes - 1)
 
 
 def units(params):
@@ -169,7 +228,7 @@ class _Tracker:
     group's model before its split round."""
 
     def __init__(self, data, init):
-        self.data, self.acc, self.before = data, [], {}
+        self.data, self.acc, self.before, self.born = data, [], {}, {}
         self.prev = {0: init}
 
     def __call__(self, rnd, groups):
@@ -182,6 +241,8 @@ class _Tracker:
             now[node] = W
         for node in self.prev.keys() - now.keys():  # split in this round: its model before it
             self.before[node] = self.prev[node]
+        for node in now.keys() - self.prev.keys():  # born in this round: the split's model
+            self.born[node] = now[node]
         self.prev = now
         self.acc.append(acc)
 
@@ -193,6 +254,22 @@ def client_updates(W, X, y, p):
     for _ in range(p["local_steps"]):
         T -= p["lr"] * softmax_loss_grad(T, X, y, p["l2"])[1]
     return (T - W).reshape(len(X), -1)
+
+
+def model_accuracy(W, data):
+    """Mean client test accuracy of one model ``W`` for every client (each on its cluster's
+    permuted test labels)."""
+    hits = np.argmax(data["X_test"] @ W, axis=1)[None, :] == data["y_test"]  # (k, n_test)
+    return float(hits.mean(axis=1)[data["labels"]].mean())
+
+
+def continue_fl(W, data, p, rounds):
+    """Plain FL (FedAvg over all clients, the same local steps as CFL's) from ``W`` for
+    ``rounds`` rounds without splitting: the final model."""
+    W = np.array(W, dtype=np.float64)
+    for _ in range(rounds):
+        W = W + client_updates(W, data["X"], data["y"], p).mean(axis=0).reshape(W.shape)
+    return W
 
 
 def _pairs(S, lab):
@@ -243,8 +320,9 @@ def _final_pairs(data, res, p, seed):
     return out
 
 
-def _seed_row(data, res, acc, p, seed, final_pairs):
-    """The per-seed summary: plateau (federated) and final accuracy, the stall, recovery."""
+def _seed_row(data, res, acc, p, seed, final_pairs, ref_acc):
+    """The per-seed summary: plateau (federated) and final accuracy, the stall (the reference
+    run's accuracy ``ref_acc``, NaN without a split, and the window before the split), recovery."""
     splits = res.extra["splits"]
     first = min((s[0] for s in splits), default=None)
     mean_acc = acc.mean(axis=1)
@@ -255,6 +333,7 @@ def _seed_row(data, res, acc, p, seed, final_pairs):
     return {"kind": "seed", "seed": seed, "n_rounds": res.n_rounds,
             "converged": int(res.extra["converged"]), "n_splits": len(splits),
             "first_split": first if first else np.nan, "window_change": window,
+            "ref_acc": ref_acc, "ref_gain": ref_acc - float(plateau.mean()) if first else np.nan,
             "plateau_acc": float(plateau.mean()), "final_acc": float(acc[-1].mean()),
             "min_client_ratio": float(np.min(acc[-1] / plateau)) if first else np.nan,
             "ceiling": single_model_ceiling(data["perms"], data["digits_test"]),
@@ -282,7 +361,12 @@ def compute(spec, params, rng, shared):
                           "cluster": np.tile(np.arange(k), len(acc)),
                           "acc": np.stack([acc[:, data["labels"] == c].mean(axis=1)
                                            for c in range(k)], axis=1).ravel()})
-    seed_row = _seed_row(data, res, acc, p, seed, final_pairs)
+    first = min((s[0] for s in res.extra["splits"]), default=None)
+    # the reference run: plain FL from the federated model at the first split (the model both
+    # sides start from, i.e. after the split round's server step), continued without splitting
+    ref_acc = (model_accuracy(continue_fl(tracker.born[1], data, p, p["continue_rounds"]), data)
+               if first else np.nan)
+    seed_row = _seed_row(data, res, acc, p, seed, final_pairs, ref_acc)
     return pd.concat([pd.DataFrame([seed_row] + _cluster_rows(data, acc, seed_row, seed)
                                    + split_rows + pairs + final_pairs), curve], ignore_index=True)
 
@@ -334,9 +418,15 @@ def measure(table, p, rng):
     gap_ok = sp.groupby("seed")["gap"].apply(lambda g: bool((g > 0).all()))
     ratio = _mean_fit(split[["final_acc", "plateau_acc"]].to_numpy(), nb, rng("ratio"),
                       lambda v: v[:, 0].mean() / v[:, 1].mean())
+    n_test, _ = _sizes(p)
     return {
         "seeds": len(s), "seeds_split": len(split),
-        "stall": _mean_fit(split["window_change"], nb, rng("stall")),
+        # design values the thresholds are computed from
+        "n_test": n_test, "k": p["clusters"], "group": p["clients"] // p["clusters"],
+        "dim": update_dim(),
+        "stall": _mean_fit(split["ref_gain"], nb, rng("stall")),
+        "window": _mean_fit(split["window_change"], nb, rng("window")),
+        "ref_acc": _mean_fit(split["ref_acc"], nb, rng("ref_acc")),
         "ratio": ratio,
         "min_client_ratio": s["min_client_ratio"].to_numpy(dtype=float),
         "ceiling_ratio": _mean_fit(split["plateau_acc"] / (split["ceiling"] * split["final_acc"]),
@@ -377,16 +467,22 @@ def _interval_rule(fit, holds, fails):
 
 
 def decide(m, params) -> Decision:
-    """The verdict from the measurements ``m`` (:func:`measure`: Fits ``stall``, ``ratio``,
-    ``ceiling_ratio``, ``final_within`` or ``None``; counts ``recovered`` and ``gap``;
+    """The verdict from the measurements ``m`` (:func:`measure`: Fits ``stall`` (the reference
+    run's gain), ``ratio``, ``ceiling_ratio``, ``ceiling``, ``final_within`` or ``None``; counts
+    ``recovered`` and ``gap``; the design values ``n_test``, ``k`` (clusters), ``group`` (clients
+    per cluster) and ``dim`` (:func:`update_dim`) that the thresholds are computed from;
     ``min_client_ratio``, each seed's smallest final / federated accuracy of a client, NaN
     without a split; ``seeds`` and ``converged``, the runs and those that ended with every group
     final) and ``params["margins"]``; pure. The rules are the module docstring's; a client "more
     than doubled" when its ratio exceeds ``ratio_threshold``; a run that did not finish within
     ``max_rounds`` never reached the final clustering, so (c) and (d) are then inconclusive."""
     mg = params["margins"]
-    pm, rt, tol = mg["plateau_margin"], mg["ratio_threshold"], mg["ceiling_tol"]
-    target, floor, nz, share = mg["rate_target"], mg["rate_floor"], mg["near_zero"], mg["all_share"]
+    rt, target, floor, share = (mg["ratio_threshold"], mg["rate_target"], mg["rate_floor"],
+                                mg["all_share"])
+    pm = stall_threshold(mg["stall_se"], m["n_test"])
+    ceiling = m.get("ceiling")
+    tol = ceiling_tolerance(mg["ceiling_frac"], m["k"], None if ceiling is None else ceiling.est)
+    nz_lo, nz_hi = near_zero_band(mg["near_zero_z"], m["group"], m["dim"])
     v_stall = _interval_rule(m["stall"], lambda f: f.hi <= pm, lambda f: f.lo > pm)
     v_double = _interval_rule(m["ratio"], lambda f: f.lo > rt, lambda f: f.hi <= rt)
     v_rec, rec_lo, rec_hi = _rate_rule(m["recovered"], target, floor)
@@ -395,23 +491,47 @@ def decide(m, params) -> Decision:
         v_double = v_rec = INCONCLUSIVE
     v_gap, gap_lo, gap_hi = _rate_rule(m["gap"], target, floor)
     cr, fw = m["ceiling_ratio"], m["final_within"]
-    off_ceiling = cr is None or cr.lo < 1 - tol or cr.hi > 1 + tol
+    off_ceiling = cr is None or not np.isfinite(tol) or cr.lo < 1 - tol or cr.hi > 1 + tol
     mcr = np.asarray(m["min_client_ratio"], dtype=float)
     all_doubled = (int(np.sum(np.nan_to_num(mcr, nan=-np.inf) > rt)), int(mcr.size))
     all_hi = float(wilson_interval(*all_doubled)[1]) if mcr.size else 0.0
     not_all = all_hi < share
-    not_zero = fw is None or fw.lo < -nz or fw.hi > nz
+    not_zero = fw is None or fw.lo < nz_lo or fw.hi > nz_hi
     verdict = combine([v_stall, v_double, v_rec, v_gap])
     if verdict == HOLDS and (off_ceiling or not_all or not_zero):
         verdict = CAVEAT
     return Decision(verdict, {
-        "plateau_margin": pm, "ratio_threshold": rt, "ceiling_tol": tol, "rate_target": target,
-        "rate_floor": floor, "near_zero": nz, "all_share": share,
+        "stall_se": mg["stall_se"], "ceiling_frac": mg["ceiling_frac"],
+        "near_zero_z": mg["near_zero_z"],
+        "stall threshold": pm, "ratio_threshold": rt, "ceiling tol": tol,
+        "rate_target": target, "rate_floor": floor, "near zero band": (nz_lo, nz_hi),
+        "all_share": share,
         "verdict stall": v_stall, "verdict doubled": v_double, "verdict recovery": v_rec,
         "verdict gap": v_gap, "unfinished runs": unfinished, "recovery lo": rec_lo,
         "recovery hi": rec_hi, "gap lo": gap_lo, "gap hi": gap_hi, "all doubled": all_doubled,
         "all doubled hi": all_hi, "off ceiling": off_ceiling, "not all doubled": not_all,
         "final within not near zero": not_zero})
+
+
+def count_cells(numbers):
+    """``Verdict.cells`` from :func:`decide`'s numbers: the 7 checks the verdict judges, and the
+    hard ones, those whose threshold lies strictly inside the range its quantity can take by
+    construction (so that either outcome was possible): the gain of a test accuracy in [-1, 1],
+    a ratio of accuracies in [0, inf), rates and shares in [0, 1], the ratio plateau / (ceiling x
+    final) in [0, inf), a mean of cosines in [-1, 1]."""
+    n = numbers
+    nz_lo, nz_hi = n["near zero band"]
+    tol = n["ceiling tol"]
+    inside = {
+        "(a) stall": -1 < n["stall threshold"] < 1,
+        "(c) doubled": 0 < n["ratio_threshold"] < np.inf,
+        "(d) recovery": 0 < n["rate_target"] < 1,
+        "(e) gap": 0 < n["rate_target"] < 1,
+        "(b) ceiling": bool(np.isfinite(tol)) and 0 < 1 - tol,
+        "every client doubled": 0 < n["all_share"] <= 1,
+        "near zero": nz_lo > -1 or nz_hi < 1,
+    }
+    return {"hard": int(sum(inside.values())), "total": len(inside), "rule": WORDS.text("cells")}
 
 
 def sensitivity(m, params):
@@ -448,17 +568,24 @@ def _numbers(m, p, d):
     fs = m["first_split"]
     first = (f"median {np.median(fs):.0f} (range {fs.min():.0f}-{fs.max():.0f})" if len(fs)
              else "no split")
+    nz_lo, nz_hi = n["near zero band"]
     rows = [
-        _row("(a)", f"change of mean accuracy over the {p['plateau_window']} rounds up to the "
-             "first split", _fmt(m["stall"]), f"hi <= {n['plateau_margin']:g}",
+        _row("(a)", f"gain of mean client accuracy when plain FL continues {p['continue_rounds']} "
+             "rounds past the first split (reference run, no split)", _fmt(m["stall"]),
+             f"hi <= {n['stall threshold']:.3g} (= {n['stall_se']:g} x 0.5 / sqrt({m['n_test']}))",
              n["verdict stall"]),
+        _row("(a)", f"change of mean accuracy over the {p['plateau_window']} rounds up to the "
+             "first split", _fmt(m["window"]), "descriptive (the eps1 trigger implies it)"),
+        _row("(a)", f"reference run's accuracy after {p['continue_rounds']} more rounds",
+             _fmt(m["ref_acc"]), "descriptive"),
         _row("(a)", "round of the first split", first, "descriptive (paper: round 50)"),
         _row("(b)", "federated (plateau) accuracy at the first split", _fmt(m["plateau_acc"]),
              "descriptive (paper: around 20% on CIFAR-10 with a CNN; does not transfer)"),
         _row("(b)", "single-model ceiling (4 permutations of the true digit)",
              _fmt(m["ceiling"]), "descriptive"),
         _row("(b)", "plateau / (ceiling x final accuracy)", _fmt(m["ceiling_ratio"]),
-             f"within [{1 - n['ceiling_tol']:g}, {1 + n['ceiling_tol']:g}], else a caveat",
+             f"within [{1 - n['ceiling tol']:.3g}, {1 + n['ceiling tol']:.3g}] (1 +- "
+             f"{n['ceiling_frac']:g} (1 - 1/({m['k']} x ceiling))), else a caveat",
              _flag(n["off ceiling"])),
         _row("(c)", "final accuracy (all groups final)", _fmt(m["final_acc"]),
              "descriptive (paper: close to 60%)"),
@@ -475,8 +602,8 @@ def _numbers(m, p, d):
         _row("(e)", "similarity at the splits, within / across clusters (mean)",
              f"{m['split_within']:.3g} / {m['split_cross']:.3g}", "descriptive"),
         _row("(e)", "within-cluster similarity after the final clustering",
-             _fmt(m["final_within"]), f"within [-{n['near_zero']:g}, {n['near_zero']:g}], else "
-             f"a caveat (full batch predicts -1/({p['clients'] // p['clusters']} - 1))",
+             _fmt(m["final_within"]), f"within [{nz_lo:.3g}, {nz_hi:.3g}] (-1/({m['group']} - 1)"
+             f" - z/sqrt({m['dim']}), z/sqrt({m['dim']}); z = {n['near_zero_z']:g}), else a caveat",
              _flag(n["final within not near zero"])),
         _row("(e)", "splits that rule (6) on the recomputed updates reproduces",
              f"{m['reproduced'][0]}/{m['reproduced'][1]}", "check of the recomputation"),
@@ -507,8 +634,10 @@ def _summary(m, p, d):
         out.append(WORDS.text("summary.unfinished", unfinished=n["unfinished runs"],
                               seeds=m["seeds"], max_rounds=p["max_rounds"]))
     out.append(WORDS.text("summary.first split", first=np.median(fs), stall=_fmt(m["stall"]),
-                          window=p["plateau_window"], verdict_stall=n["verdict stall"],
-                          plateau_margin=n["plateau_margin"])
+                          continue_rounds=p["continue_rounds"], ref_acc=_fmt(m["ref_acc"]),
+                          window=p["plateau_window"], window_change=_fmt(m["window"]),
+                          verdict_stall=n["verdict stall"], threshold=n["stall threshold"],
+                          stall_se=n["stall_se"], n_test=m["n_test"])
                if len(fs) else WORDS.text("summary.no split"))
     out.append(WORDS.text(
         "summary", plateau_acc=_fmt(m["plateau_acc"]), ceiling=_fmt(m["ceiling"]),
@@ -518,7 +647,11 @@ def _summary(m, p, d):
         recovered=_count(m["recovered"]), verdict_recovery=n["verdict recovery"],
         gap=_count(m["gap"]), verdict_gap=n["verdict gap"], split_within=m["split_within"],
         split_cross=m["split_cross"], final_within=_fmt(m["final_within"]),
-        predicted=_predicted_within(p), group=p["clients"] // p["clusters"]))
+        predicted=_predicted_within(p), group=p["clients"] // p["clusters"],
+        near_lo=n["near zero band"][0], near_hi=n["near zero band"][1],
+        verdict_near="outside it: a caveat" if n["final within not near zero"] else "inside it",
+        tol=n["ceiling tol"],
+        verdict_ceiling="outside: a caveat" if n["off ceiling"] else "inside"))
     return " ".join(out)
 
 
@@ -540,7 +673,8 @@ def analyze(table, params, rng):
     m = measure(table, p, rng)
     d = decide(m, params)
     return Verdict(d.verdict, _numbers(m, p, d), _summary(m, p, d), caveats=_caveats(m, p),
-                   sensitivity=sensitivity(m, params), scope=_scope(m, d))
+                   sensitivity=sensitivity(m, params), scope=_scope(m, d),
+                   cells=count_cells(d.numbers))
 
 
 # ------------------------------------------------------------------------------ figure
