@@ -68,6 +68,9 @@ class _Problem:
     def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
            resample, participation, y_index, theta_star, early_stop, tol, diverge_threshold,
            trace, method, gram_memory, dtype, rng, shared=None):
+        # rng is checked whether or not this call draws from it (it only draws an int
+        # participation), with the validator of the estimator, the baselines and the generators
+        rng = as_generator(rng)
         X, Y, y_ndim, dt = _check_data(X, y, dtype)
         m, n, d = X.shape
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)

@@ -247,7 +247,8 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         ``numba.set_num_threads`` lowered it, as the harness's workers do). Results do not depend
         on it.
     rng : None, int, SeedSequence or Generator
-        Only used to draw ``participation`` when it is an int.
+        Only used to draw ``participation`` when it is an int, but checked in every call (a
+        ``TypeError`` naming ``rng`` for anything else, as the estimator and the baselines do).
     kernel : {None, "numba", "jax"}, default None
         Who computes: ``"numba"``, the kernels of this package on the CPU's cores, or ``"jax"``,
         the same iterations written with JAX (``mixlinreg/_jax.py``), on JAX's default device: a
