@@ -1,9 +1,11 @@
-"""Study C2T (Corollary 2's iteration counts and the burn-in T' of its proof): the bounds against
-their closed forms and the proof's condition, the measurement pieces against direct computation
-(first passage, pooled slope, exceedance counts, starts), the chunked resampled run against one
-call on the concatenated rows, the pure ``decide`` on made-up measurements (every verdict), the
-sensitivity lines against ``decide`` at the neighbours, config errors, and a complete smoke record
-whose written tables reproduce its analysis."""
+"""Study C2T, version 2 (Corollary 2's iteration counts and the burn-in T' of its proof, judged at
+and after the bounds): the bounds against their closed forms and the proof's condition, the
+measurement pieces against direct computation (first passage, at/after the bound, pooled slope,
+counts, the run length, the hard-cell rule, starts), the chunked resampled run against one call on
+the concatenated rows, the control's step_mult (default 1: the run unchanged), the pure ``decide``
+on made-up measurements (every verdict), the sensitivity lines against ``decide`` at the
+neighbours, config errors, and a complete smoke record whose written tables reproduce its
+analysis."""
 
 from __future__ import annotations
 
@@ -98,12 +100,55 @@ def test_pooled_slope_is_least_squares_with_one_intercept_per_run():
     assert c2t.pooled_slope([1.0], [7.0], [0]) == (0.0, 0.0)
 
 
-def test_exceedances_count_unreached_only_past_the_bound():
-    over, cens = c2t._exceeds(t_hat=[3, 10, np.nan, np.nan], reached=[True, True, False, False],
-                              bound=[9.7, 9.7, 9.7, 9.7], t_run=[20, 20, 9, 8])
-    # 3 <= 9; 10 > 9; unreached in 9 iterations = past floor(9.7); unreached in 8: censored
-    assert over.tolist() == [False, True, True, False]
-    assert cens.tolist() == [False, False, False, True]
+def test_after_bound_against_a_direct_loop():
+    rng = np.random.default_rng(4)
+    err = np.exp(np.cumsum(rng.normal(-0.15, 0.4, (50, 5)), axis=0))
+    levels = np.array([3.0, 1.0, 0.3, 0.05, 1e-4])
+    bnds = np.array([0.0, 7.2, 20.0, 3.0, 60.0])  # the last: ceil 60 > 49 = the end
+    got = c2t.after_bound(err, levels, bnds)
+    t_end = err.shape[0] - 1
+    for r in range(err.shape[1]):
+        for q, (e, b) in enumerate(zip(levels, bnds)):
+            tq = math.ceil(b)
+            chk = tq <= t_end
+            assert got["checked"][r, q] == chk
+            assert got["at_T"][r, q] == (chk and err[tq, r] <= e)
+            assert got["stays"][r, q] == (chk and all(err[t, r] <= e for t in range(tq, t_end + 1)))
+            above = [t for t in range(t_end + 1) if err[t, r] > e]
+            assert got["t_stay"][r, q] == (above[-1] + 1 if above else 0)
+            if chk:
+                assert got["worst_after"][r, q] == pytest.approx(err[tq:, r].max() / e, rel=1e-14)
+            else:
+                assert np.isnan(got["worst_after"][r, q])
+    # every case exercised: staying, not staying but below at T, over at T, censored
+    chk = got["checked"]
+    assert got["stays"].any() and (got["at_T"] & ~got["stays"]).any()
+    assert (chk & ~got["at_T"]).any() and (~chk).any()
+
+
+def test_check_iteration_and_run_length():
+    assert c2t.check_iteration([0.0, 1e-12, 2.1, 95.2]).tolist() == [0, 0, 3, 96]
+    assert c2t.check_iteration([2.0 + 1e-12]).tolist() == [2]  # rounding, not a later iteration
+    assert c2t.check_iteration([4.0]).tolist() == [4]
+    # the run covers ceil(run_mult x the largest bound), so every level is checked with a tail
+    assert c2t.run_length([10.0, 95.2], 30.0, 1.25, 3000) == math.ceil(1.25 * 95.2) == 119
+    assert c2t.run_length([10.0, 20.0], 30.0, 1.0, 3000) == 30  # T' the largest
+    assert c2t.run_length([10.0, 95.2], 30.0, 1.25, 50) == 50   # capped
+
+
+def test_stay_counts_and_the_hard_rule():
+    # checked runs that leave the level count, unchecked ones are censored (not counted)
+    assert c2t.stay_counts([True, True, False], [False, True, False], [False, True, False]) == (
+        1, 1, 1)
+    # the record's CSV reads the booleans back as text or numbers: the same counts
+    assert c2t.stay_counts(["True", "True", "False"], ["False", "True", "False"],
+                           [1, 1, 0]) == (1, 0, 1)
+    p = {"hard_floor_mult": 10.0, "hard_ratio": 0.5}
+    assert not c2t._hard(1.0, 0.05, 0.2, 0, p)       # 20 x floor, settled at 0.2 T
+    assert c2t._hard(0.4, 0.05, 0.2, 0, p)           # 8 x floor: near the floor
+    assert c2t._hard(1.0, 0.05, 0.5, 0, p)           # last passage at half the bound
+    assert c2t._hard(1.0, 0.05, np.inf, 0, p)        # never settles
+    assert c2t._hard(1.0, 0.05, 0.1, 1, p)           # a censored run
 
 
 def test_starts_adversarial_direction_and_clamp():
@@ -156,15 +201,46 @@ def test_chunked_run_equals_one_call_on_the_concatenated_rows(loss):
     np.testing.assert_allclose(part, one[:4], rtol=0, atol=1e-10)
 
 
-def test_the_early_end_waits_for_every_level_and_the_tail():
-    stop = c2t._all_reached(np.array([1.0, 0.5]), tail=2)
-    d = np.array([2.0, 0.9, 0.4, 0.4, 0.4])[:, None, None] * np.ones((1, 2, 2))
-    assert not stop(d[:3])  # 0.5 reached at t = 2, no tail yet
-    assert not stop(d[:4])
-    assert stop(d[:5])  # t = 4 >= 2 + 2
-    d2 = d.copy()
-    d2[:, 1, 0] = 0.7  # one run never reaches 0.5
-    assert not stop(d2)
+def _shared(name, fn):
+    """A runner's shared piece without a store: the piece computed from its named stream."""
+    return fn(unit_rng(0, "C2T", "shared_" + name))
+
+
+def test_step_mult_default_leaves_the_run_unchanged_and_is_validated(tmp_path):
+    """The control's step_mult (issue 37): absent it is 1 (the corollary's 1/L: the same rows as
+    an explicit 1), 0.01 changes the runs but not the bounds, the floor or the eps grid (all of
+    the step 1/L), and a step_mult of 0 is refused by name."""
+    import tomllib
+
+    from mixlinreg.config import find
+
+    raw = tomllib.loads(find("C2T", "studies").read_text())
+    assert "step_mult" not in raw["params"] and raw["control"]["params"]["step_mult"] == 0.01
+    params = get("C2T").config("smoke").values
+    assert params["params"]["step_mult"] == 1.0
+    p = dict(params["params"], losses=["huber"], seeds=1, trace_seeds=0, n_eps=3)
+    spec = {"loss": "huber", "p_small": 0.5, "first": 0, "reps": 1}
+
+    def rows(**change):
+        c2t._MEMO.clear()
+        return c2t.compute(spec, {"params": dict(p, **change), "margins": params["margins"]},
+                           unit_rng(0, "C2T", "unit"), _shared)
+
+    one, again, small = rows(), rows(step_mult=1.0), rows(step_mult=0.01)
+    pd.testing.assert_frame_equal(one, again)
+    ep1, eps = one[one["part"] == "eps"], small[small["part"] == "eps"]
+    for col in ("eps", "t_bound", "t_check", "floor_cal", "t_max"):
+        np.testing.assert_array_equal(ep1[col].to_numpy(), eps[col].to_numpy())
+    r1, rs = one[one["part"] == "run"], small[small["part"] == "run"]
+    np.testing.assert_array_equal(r1["start"].to_numpy(), rs["start"].to_numpy())
+    # the small step: the same starts, a slower descent (a larger error at the run's end)
+    assert (rs["floor_run"].to_numpy() > r1["floor_run"].to_numpy()).all()
+    assert set(one["step_mult"].dropna()) == {1.0} and set(small["step_mult"].dropna()) == {0.01}
+    src = find("C2T", "studies").read_text()
+    bad = tmp_path / "C2T.toml"
+    bad.write_text(src.replace("run_mult = 1.25 ", "step_mult = 0.0\nrun_mult = 1.25 ", 1))
+    with pytest.raises(ValueError, match=r"step_mult"):
+        get("C2T").config("paper", bad)
 
 
 def test_shared_pieces_are_reused_only_for_the_same_name_params_and_stream():
@@ -218,6 +294,8 @@ N = 40  # 0 of 40: Wilson 95% upper 0.0876 <= 0.1; 1 of 40: upper 0.129
     ([(A, "eps", True, N, 0, 0), (A, "burn-in", True, N, 12, 0)], [(A, 9, 9)], NOT_SUPPORTED),
     ([(A, "eps", False, N, 30, 0), (A, "burn-in", True, N, 0, 0)], [(A, 3, 3)], INCONCLUSIVE),
     ([(A, "eps", False, N, 30, 0), (A, "eps", True, N, 0, 0)], [(A, 3, 3)], CAVEAT),
+    # an eps of the grid not reached (below floor_mult x floor): at best a caveat, never a failure
+    ([(A, "eps", False, N, 40, 0), (A, "eps", True, N, 0, 0)], [(A, 1.5, 1.2)], CAVEAT),
     # every reachable eps above every start (T_hat = 0): nothing tested
     ([(A, "eps", True, N, 0, 0, 0), (A, "burn-in", True, N, 0, 0)], [(A, 3, 3)], INCONCLUSIVE),
     ([(A, "eps", True, N, 0, 0, 0), (A, "eps", True, N, 0, 0, 1)], [(A, 3, 3)], CAVEAT),
@@ -242,7 +320,7 @@ def test_decide_numbers_and_the_wilson_edges():
                   (A, "burn-in", True, N, 1, 0)], [(A, 3.0, 1.0)])
     nb = c2t.decide(meas, {"margins": MARGINS}).numbers["cells"]["logistic p=0.5"]
     assert (nb["violated"], nb["undetermined"], nb["certified"], nb["eps_tests"],
-            nb["eps_tests_below_start"]) == (1, 1, 1, 2, 2)
+            nb["eps_tests_below_start"], nb["eps_not_reached"]) == (1, 1, 1, 2, 2, 0)
     assert nb["worst_lo"] == pytest.approx(lo12) and nb["loose"]
     # at a tolerance above 12/40's upper end nothing is violated any more
     _, hi12 = wilson_interval(12, N, 0.95)
@@ -260,7 +338,7 @@ def _params(**changes):
 @pytest.mark.parametrize("changes, match", [
     ({"losses": ["squared"]}, "params.losses must be among"),
     ({"seeds": 5, "blocks": 2}, "multiple of params.blocks"),
-    ({"tail": 30}, "params.tail"),
+    ({"tail": 41}, "params.tail"),
     ({"trace_seeds": 9}, "params.trace_seeds"),
     ({"alpha0": [0.1, 0.1]}, "params.alpha0 must be distinct"),
     ({"p_small": [0.005]}, "leaves an empty cluster"),
@@ -314,7 +392,13 @@ def test_smoke_record_and_its_tables_reproduce_the_analysis(tmp_path):
     # T(eps) is Corollary 2's closed form
     np.testing.assert_allclose(eps["t_bound"], 8 * eps["L"] / (eps["p"] * eps["lam"])
                                * np.log(2 * eps["delta"] / eps["eps"]), rtol=1e-12)
-    # the traces' first passage gives the stored T_hat and burn-in
+    # every run went its whole length: ceil(run_mult x the largest bound of its cell)
+    for (loss, ps), g in eps.groupby(["loss", "p_small"]):
+        rc = runs[(runs["loss"] == loss) & (runs["p_small"] == ps)]
+        want = c2t.run_length(g["t_bound"], rc["t_prime"].iloc[0], p["run_mult"], p["max_iters"])
+        assert (g["t_run"] == want).all() and (rc["t_run"] == want).all()
+        assert (g["t_check"] == np.ceil(g["t_bound"] - 1e-9)).all() and g["checked"].all()
+    # the traces give the stored first passage, burn-in and what follows each bound
     for (loss, ps, seed, a, kind), tr in traces.groupby(["loss", "p_small", "seed", "alpha0",
                                                           "kind"]):
         e = tr.sort_values("t")["err"].to_numpy()
@@ -323,17 +407,32 @@ def test_smoke_record_and_its_tables_reproduce_the_analysis(tmp_path):
         hits = c2t.first_hit(e[:, None], sel["eps"].to_numpy())[0]
         assert list(np.where(hits >= 0, hits, np.nan)) == pytest.approx(
             list(sel["t_hat"]), nan_ok=True)
+        for row in sel.itertuples():
+            after = e[int(row.t_check):]
+            assert row.at_T == (after[0] <= row.eps)
+            assert row.stays == bool((after <= row.eps).all())
+            assert row.worst_after == pytest.approx(after.max() / row.eps, rel=1e-12)
         run = runs[(runs["loss"] == loss) & (runs["p_small"] == ps) & (runs["seed"] == seed)
                    & (runs["alpha0"] == a) & (runs["kind"] == kind)].iloc[0]
         assert e[0] == pytest.approx(run["start"]) and len(e) == run["t_run"] + 1
         hb = c2t.first_hit(e[:, None], [run["quarter"]])[0, 0]
         assert (hb if hb >= 0 else np.nan) == pytest.approx(run["burn_in"], nan_ok=True)
+        assert run["burn_stays"] == bool((e[int(run["burn_t_check"]):] <= run["quarter"]).all())
     # the written rows reproduce the analysis
     table = pd.concat([eps, runs, traces], ignore_index=True)
     v = c2t.analyze(table, params, _rng)
     assert v.verdict == r.verdict and v.summary == r.summary and v.scope == r.scope
     tests = pd.read_csv(tmp_path / "C2T_smoke_tests.csv")
     assert tests["exceed"].tolist() == v.tables["_tests.csv"]["exceed"].tolist()
+    # Verdict.cells: the reachable tests, the hard ones by the registered rule, in the record
+    reach = tests[tests["reachable"]]
+    assert v.cells["total"] == len(reach) > 0 and v.cells["hard"] == int(reach["hard"].sum())
+    assert rec["cells"] == v.cells and "hard_floor_mult = 10" in v.cells["rule"]
+    for t in reach.itertuples():
+        floor = runs.loc[(runs["loss"] == t.loss) & (runs["p_small"] == t.p_small),
+                         "floor_cal"].iloc[0]
+        assert t.hard == c2t._hard(t.eps, floor, t.stay_ratio_max, t.censored, p)
+    assert 0 < v.cells["hard"] < v.cells["total"]  # both kinds in the smoke run
     # every sensitivity line is decide() at the neighbouring value (floor_mult: re-measured)
     mg = params["margins"]
     meas = c2t.measure(table, params, _rng)
@@ -345,18 +444,19 @@ def test_smoke_record_and_its_tables_reproduce_the_analysis(tmp_path):
             prm = c2t._with(params, **{key: val})
             m = c2t.measure(table, prm, _rng) if key == "floor_mult" else meas
             assert f"{val:g} -> {c2t.decide(m, prm).verdict}" in line
-    # a run that never reaches an eps counts against the bound once it ran past T(eps) ...
+    # a run whose error leaves eps after T(eps) counts against the bound ...
     bad = table.copy()
     sel = (bad["part"] == "eps") & (bad["loss"] == "huber")
-    bad.loc[sel, "reached"] = False
-    bad.loc[sel, "t_hat"] = np.nan
-    bad.loc[sel, "t_run"] = 10**6
+    bad.loc[sel, "stays"] = False
     dec = c2t.decide(c2t.measure(bad, params, _rng), params)
     assert dec.verdict == NOT_SUPPORTED
     assert dec.numbers["cells"]["huber p=0.5"]["violated"] > 0
     # ... and leaves the test undecided (censored) when the run stopped before T(eps)
-    bad.loc[sel, "t_run"] = 0
+    bad.loc[sel, "checked"] = False
     dec = c2t.decide(c2t.measure(bad, params, _rng), params)
     assert dec.numbers["cells"]["huber p=0.5"]["verdict"] == INCONCLUSIVE
+    # the control (step 0.01/L, the bounds of 1/L): the rule fails it
+    assert rec["control"]["params"]["step_mult"] == 0.01
+    assert rec["control"]["verdict"] == NOT_SUPPORTED
     again = run_study("C2T", preset="smoke", out=tmp_path, store=tmp_path / "store")
     assert again.units_computed == 0 and again.verdict == r.verdict

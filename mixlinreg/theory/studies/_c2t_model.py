@@ -199,3 +199,70 @@ def eps_grid(delta, floor, p):
     hi = p["eps_hi_frac"] * delta
     lo = p["eps_lo_mult"] * floor if np.isfinite(floor) and floor > 0 else 1e-3 * hi
     return np.geomspace(hi, lo, p["n_eps"])
+
+
+# ------------------------------------------------------------------------------ v2: at and after T
+
+
+def check_iteration(bound):
+    """The iteration at which a bound ``T`` (not an integer) is judged: ``ceil(T)``, the first
+    whole number of iterations that is at least ``T`` (at least 0).
+
+    >>> check_iteration([0.0, 2.1, 3.0, 95.2]).tolist()
+    [0, 3, 3, 96]
+    """
+    return np.maximum(np.ceil(np.asarray(bound, dtype=float) - 1e-9), 0).astype(int)
+
+
+def after_bound(errors, levels, bounds_):
+    """For each run (column of ``errors``, shape (T + 1, R)) and level ``levels[q]`` with bound
+    ``bounds_[q]``, what happens from iteration ``t_q = ceil(bounds_[q])`` to the run's end ``T``.
+
+    Returns a dict of arrays of shape (R, Q):
+
+    * ``checked``: ``t_q <= T`` (else the run is too short to say: censored);
+    * ``at_T``: ``errors[t_q] <= level`` (False where not checked);
+    * ``stays``: ``errors[t] <= level`` for every ``t`` in ``[t_q, T]`` (False where not
+      checked);
+    * ``t_stay``: the first ``t`` from which the error stays at most the level up to ``T``
+      (``0``: never above it; ``T + 1``: above it at the end);
+    * ``worst_after``: ``max_{t_q <= t <= T} errors[t] / level`` (NaN where not checked).
+
+    >>> r = after_bound(np.array([[4.0], [2.0], [0.9], [1.2], [0.8]]), [1.0, 3.0], [1.5, 0.2])
+    >>> [r[k].tolist() for k in ("checked", "at_T", "stays", "t_stay")]
+    [[[True, True]], [[True, True]], [[False, True]], [[4, 1]]]
+    >>> np.round(r["worst_after"], 3).tolist()
+    [[1.2, 0.667]]
+    """
+    e = np.asarray(errors, dtype=float)
+    lv = np.asarray(levels, dtype=float)
+    t_end = e.shape[0] - 1
+    tq = check_iteration(bounds_)
+    checked = np.broadcast_to(tq <= t_end, (e.shape[1], lv.size)).copy()
+    above = e[:, :, None] > lv[None, None, :]  # (T + 1, R, Q)
+    # last t above the level, + 1 (0 where never above)
+    rev = above[::-1].argmax(axis=0)
+    t_stay = np.where(above.any(axis=0), t_end - rev + 1, 0)
+    idx = np.minimum(tq, t_end)
+    at_t = ~above[idx, :, np.arange(lv.size)].T & checked  # (R, Q)
+    stays = (t_stay <= tq[None, :]) & checked
+    worst = np.full((e.shape[1], lv.size), np.nan)
+    for q in range(lv.size):
+        if tq[q] <= t_end:
+            worst[:, q] = e[tq[q]:].max(axis=0) / lv[q]
+    return {"checked": checked, "at_T": at_t, "stays": stays, "t_stay": t_stay,
+            "worst_after": worst}
+
+
+def run_length(t_eps, t_prime, run_mult, max_iters):
+    """The iterations of every run of a cell: ``ceil(run_mult x max(T(eps) over the grid, T'))``
+    (so that each level's ``[T, T_max]`` has a tail of at least ``(run_mult - 1) x`` the largest
+    bound), at most ``max_iters``.
+
+    >>> run_length([10.0, 95.2], 30.0, 1.25, 3000)
+    119
+    >>> run_length([10.0, 95.2], 30.0, 1.25, 100)
+    100
+    """
+    top = max(float(np.max(t_eps)), float(t_prime))
+    return int(min(max_iters, math.ceil(run_mult * top - 1e-9)))

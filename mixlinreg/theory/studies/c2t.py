@@ -1,45 +1,46 @@
-"""Study C2T: Corollary 2's iteration counts, ``T = (8L/(p lambda)) log(2 Delta/eps)``, and the
-burn-in ``T' = (8L/(p lambda)) log(4 sqrt(L/lambda))`` of its proof (Appendix D, eq. (37)).
+"""Study C2T, version 2: Corollary 2's iteration count ``T(eps) = (8L/(p lambda)) log(2 Delta/eps)``
+and the burn-in ``T' = (8L/(p lambda)) log(4 sqrt(L/lambda))`` of its proof (Appendix D, eq. (37)),
+judged by the error **at and after** the bound.
 
 Setting: the two strongly convex mixtures of :mod:`mixlinreg.theory.convex` (l2-regularized
 logistic; Huber + ridge with Student t noise), ``k = 2`` clusters of ``round(p m)`` and the rest
 of ``m`` machines (``p = min_j p_j``), ``lambda``, ``L``, ``Delta`` and the population minimizers
 ``theta_pop`` from the shared constants piece (:func:`~mixlinreg.theory.convex.constants_piece`:
 the Hessian's extreme eigenvalues on Theorem 2's ball for the smallest ``alpha0`` of the config,
-which contains every start). Resampled IFCA (:func:`mixlinreg.ifca`, ``resample=True``, step
-``1/L``) starts with every model at distance ``(1/2 - alpha0) sqrt(lambda/L) Delta`` from its
-``theta_pop_j`` (at most the ball's radius): in a random direction, and in the adversarial one
-(each model moved straight toward the other cluster's minimizer), several ``alpha0``, all runs of
-one data set sharing its rows.
+which contains every start). Resampled IFCA (:func:`mixlinreg.ifca`, ``resample=True``: each
+iteration on ``2 n'`` fresh rows per machine; step ``step_mult / L``, the corollary's ``1/L`` at
+the default ``step_mult = 1``) starts with every model at distance ``(1/2 - alpha0)
+sqrt(lambda/L) Delta`` from its ``theta_pop_j`` (at most the ball's radius): in a random
+direction, and in the adversarial one (each model moved straight toward the other cluster's
+minimizer), all runs of one data set sharing its rows.
 
-Measured:
+Every run goes on for ``T_max = ceil(run_mult x max(T(eps_min), T'))`` iterations (no early end;
+:func:`run_length`), so every level of the grid is watched from its bound to the end. Measured per
+run and level (the ``eps`` grid, geometric from ``eps_hi_frac x Delta`` down to ``eps_lo_mult x``
+the calibrated floor, and the burn-in level ``(1/4) sqrt(lambda/L) Delta`` with bound ``T'``), by
+:func:`after_bound`: whether ``max_j ||theta_j^(t) - theta_pop_j|| <= eps`` at ``t = ceil(T)``
+and at every ``t`` in ``[ceil(T), T_max]`` (*stays*), the iteration from which it stays (the last
+passage), the largest error after the bound over ``eps``; and, as in version 1, the first passage
+``T_hat(eps)`` with its slope in ``log(1/eps)`` against the bound's ``8L/(p lambda)`` and the
+burn-in against ``T'`` (how loose the bound is).
 
-* ``T_hat(eps)``: the first iteration ``t`` with ``max_j ||theta_j^(t) - theta_pop_j|| <= eps``,
-  on a geometric grid of ``eps`` from ``eps_hi_frac x Delta`` down to ``eps_lo_mult x`` the cell's
-  error floor (calibrated beforehand on independent data sets: a shared piece per loss and
-  ``p``), against ``T(eps)`` (:func:`mixlinreg.theory.bounds.corollary2_iterations`). A data
-  set's runs go on for ``max(T(eps_min), T')`` iterations (capped by ``max_iters``), ending
-  earlier only once every run has reached every ``eps`` and the burn-in level (``tail``
-  iterations before): an ``eps`` a run never reaches is recorded as *not reached* (never as a
-  number) and, the run having gone past ``T(eps)``, counts as ``T_hat > T(eps)``.
-* the slope ``dT_hat / dlog(1/eps)`` over the transient (``eps`` below the start and at least
-  ``floor_mult x`` the floor), a within-run least squares pooled over runs, bootstrap over data
-  sets; the bound's slope is ``8L/(p lambda)``, the implied per-step factor ``exp(-1/slope)``
-  against ``1 - p lambda/(8L)``.
-* the burn-in: the first ``t`` with ``max_j`` error ``<= (1/4) sqrt(lambda/L) Delta`` against
-  ``T'``, and its spread across ``alpha0`` (``T'`` does not depend on ``alpha0``).
+The error floor of a cell is calibrated beforehand on independent data sets at the corollary's
+step ``1/L`` (whatever ``step_mult``: the floor belongs to the statistical problem, not to the
+run): an ``eps`` below ``floor_mult x`` the floor is *not reached* (the corollary's ``eps`` is at
+least its floor, whose constants are unknown): not judged, and the verdict is at best "holds with
+a caveat".
 
-The rows are resampled IFCA run in chunks of ``chunk`` iterations, each chunk on fresh rows,
-continuing from the previous chunk's models (:func:`run_chunked`): resampled IFCA uses fresh rows
-every iteration, so this is one run (tested equal, to rounding, to one call on the concatenated
-rows).
-
-Verdict (:func:`decide`, pure): each (``alpha0``, direction, ``eps``) and each burn-in is a test
-over the data sets: the fraction of runs with ``T_hat > T(eps)`` (``> T'``), Wilson interval at
-``confidence``. "not supported" if some lower end is above ``tol``; "holds" if every upper end is
-at most ``tol``; "holds with a caveat" if it holds but the bound is loose by more than
-``loose_factor`` (the bootstrap interval of the slope ratio ``(8L/(p lambda)) / slope``, or of
-``T' / mean burn-in``, entirely above it); "inconclusive" otherwise. Config:
+Verdict (:func:`decide`, pure): each reachable (``alpha0``, direction, level) is a test over the
+data sets: the fraction of runs whose error does not stay at most the level from ``ceil(T)`` to
+``T_max``, Wilson interval at ``confidence``. "not supported" if some lower end is above ``tol``;
+"inconclusive" if some upper end is above ``tol``, a run was too short to judge a level, or no
+reachable ``eps`` lies below some run's start; "holds with a caveat" if it holds but some ``eps``
+of the grid was not reached or the bound is loose by more than ``loose_factor`` (the bootstrap
+interval of ``(8L/(p lambda)) / slope``, or of ``T' / mean burn-in``, entirely above it); else
+"holds". A test (*cell* of :attr:`Verdict.cells`) is *hard* when its outcome was not certain from
+the construction: its ``eps`` within ``hard_floor_mult x`` the floor, or some run's last passage
+at ``hard_ratio x T`` or later (or a censored run). The control (config) runs the same rule with
+the step ``0.01/L`` and ``T(eps)``, ``T'`` still those of ``1/L``. Config:
 ``mixlinreg/configs/studies/C2T.toml``.
 """
 
@@ -60,8 +61,9 @@ from ..study import (CAVEAT, HOLDS, INCONCLUSIVE, NOT_SUPPORTED, Decision, Study
 from ..words import sensitivity_lines, words
 # the model pieces (re-exported here: the study's API)
 from ._c2t_model import (_cell_constants, _constants_params, _drawer, _ifca_kw, _sizes,
-                         adversarial_init, burn_in_bound, eps_grid, first_hit, floor_piece,
-                         iteration_bound, run_chunked, start_radius)
+                         adversarial_init, after_bound, burn_in_bound, check_iteration,
+                         eps_grid, first_hit, floor_piece, iteration_bound, run_chunked,
+                         run_length, start_radius)
 
 #: the study's prose: c2t.md beside this module
 WORDS = words(__file__)
@@ -75,9 +77,14 @@ SCHEMA = {
         "alpha0": Spec("list[float]", low=0, high=0.25, open="both"),
         "seeds": Spec("int", low=2), "blocks": Spec("int", low=1),
         "chunk": Spec("int", low=1), "max_iters": Spec("int", low=1),
+        "run_mult": Spec("float", low=1),
+        # the run's step is step_mult / L (the corollary's 1/L at the default 1); T(eps) and T'
+        # are always those of 1/L: the control's small step leaves them far too short
+        "step_mult": Spec("float", low=0, open="low", required=False, default=1.0),
         "cal_seeds": Spec("int", low=1), "cal_T": Spec("int", low=2), "tail": Spec("int", low=1),
         "n_eps": Spec("int", low=2), "eps_hi_frac": Spec("float", low=0, high=1, open="low"),
         "eps_lo_mult": Spec("float", low=1, open="low"),
+        "hard_floor_mult": Spec("float", low=1), "hard_ratio": Spec("float", low=0, open="low"),
         "trace_seeds": Spec("int", low=0), "n_boot": Spec("int", low=100),
         "n_samples": Spec("int", low=100), "n_line": Spec("int", low=100),
         "n_points": Spec("int", low=1), "n_bisect": Spec("int", low=0),
@@ -113,6 +120,8 @@ def _check(p, mg=None):
                          f"params.seeds ({p['seeds']})")
     if len(set(p["alpha0"])) != len(p["alpha0"]):
         raise ValueError(f"study C2T: params.alpha0 must be distinct, got {p['alpha0']}")
+    if not p.get("step_mult", 1.0) > 0:
+        raise ValueError(f"study C2T: params.step_mult must be positive, got {p['step_mult']}")
     for ps in p["p_small"]:
         _sizes(p["m"], ps)
     if mg is not None:
@@ -121,17 +130,6 @@ def _check(p, mg=None):
             raise ValueError(f"study C2T: params.eps_lo_mult ({p['eps_lo_mult']}) must be at most "
                              f"the smallest margins.floor_mult or neighbour ({lowest:g}): the grid "
                              "must reach every reachability limit tried")
-
-
-def _all_reached(levels, tail):
-    """The early end of a data set's runs: every run has reached every level (``eps`` grid and
-    the burn-in's) at least ``tail`` iterations ago, so every ``T_hat`` is known and the last
-    ``tail`` errors measure the run's floor."""
-    def stop(dist):
-        hits = first_hit(dist.max(axis=2), levels)
-        return bool((hits >= 0).all() and hits.max() + tail <= dist.shape[0] - 1)
-
-    return stop
 
 
 def units(params):
@@ -162,6 +160,11 @@ def _memo_shared(shared, name, fn, params):
     return shared(name, wrapped)
 
 
+def _floor_params(p):
+    """The params the floor calibration depends on (it always runs at the corollary's 1/L)."""
+    return {k: v for k, v in p.items() if k != "step_mult"}
+
+
 def compute(spec, params, rng, shared):
     p = params["params"]
     loss, ps = spec["loss"], spec["p_small"]
@@ -169,21 +172,27 @@ def compute(spec, params, rng, shared):
     cons = _memo_shared(shared, f"constants_{loss}", constants_piece(loss, _constants_params(p)),
                         _constants_params(p))
     c = _cell_constants(cons, sizes)
-    cal = _memo_shared(shared, f"floor_{loss}_p={ps:g}", floor_piece(loss, ps, cons, p),
-                       {**p, "constants": cons.to_json(double_precision=15)})
+    fp = _floor_params(p)
+    cal = _memo_shared(shared, f"floor_{loss}_p={ps:g}", floor_piece(loss, ps, cons, fp),
+                       {**fp, "constants": cons.to_json(double_precision=15)})
     floor_cal = float(np.median(cal["floor"]))
     bnd = dict(L=c["L"], p=c["p"], lam=c["lam"], Delta=c["delta"])
     eps = eps_grid(c["delta"], floor_cal, p)
     t_eps = np.asarray(iteration_bound(eps, **bnd), dtype=float)
     t_prime = burn_in_bound(L=c["L"], p=c["p"], lam=c["lam"])
-    t_max = int(min(p["max_iters"], math.ceil(max(t_eps.max(), t_prime))))
+    t_max = run_length(t_eps, t_prime, p["run_mult"], p["max_iters"])
     quarter = 0.25 * c["scale"]
     kappa = 8.0 * c["L"] / (c["p"] * c["lam"])
     labels = np.repeat(np.arange(K), sizes)
     runs = [(a, kind) for a in p["alpha0"] for kind in KINDS]
+    step_mult = float(p.get("step_mult", 1.0))
     base = {"loss": loss, "p_small": ps, "p": c["p"], "m": p["m"], "n_prime": p["n_prime"],
             "lam": c["lam"], "L": c["L"], "delta": c["delta"], "kappa": kappa,
-            "t_prime": t_prime, "quarter": quarter, "floor_cal": floor_cal, "t_max": t_max}
+            "t_prime": t_prime, "quarter": quarter, "floor_cal": floor_cal, "t_max": t_max,
+            "step_mult": step_mult}
+    levels = np.append(eps, quarter)
+    level_bounds = np.append(t_eps, t_prime)
+    t_check = check_iteration(level_bounds)
     rows = []
     for s, gen in enumerate(rng.spawn(spec["reps"])):
         seed = spec["first"] + s
@@ -193,26 +202,35 @@ def compute(spec, params, rng, shared):
             starts.append((r, a_eff))
             inits.append(init_at_distance(c["centers"], r, 1, gen)[0] if kind == "random"
                          else adversarial_init(c["centers"], r))
-        levels = np.append(eps, quarter)
         dist, _, lab0, div = run_chunked(_drawer(loss, sizes, p["n_prime"], gen),
-                                         np.array(inits), 1.0 / c["L"], t_max, p["chunk"],
-                                         centers=c["centers"], stop=_all_reached(levels, p["tail"]),
-                                         **_ifca_kw(loss))
+                                         np.array(inits), step_mult / c["L"], t_max, p["chunk"],
+                                         centers=c["centers"], **_ifca_kw(loss))
         err = dist.max(axis=2)  # (t_run + 1, R)
         t_run = err.shape[0] - 1
         hits = first_hit(err, levels)
+        aft = after_bound(err, levels, level_bounds)
         for i, (a, kind) in enumerate(runs):
             run = {**base, "seed": seed, "alpha0": a, "alpha_start": starts[i][1], "kind": kind,
                    "start": float(err[0, i]), "t_run": t_run}
+
+            def judged(q, prefix=""):
+                chk = bool(aft["checked"][i, q])
+                return {f"{prefix}t_check": int(t_check[q]), f"{prefix}checked": chk,
+                        f"{prefix}at_T": bool(aft["at_T"][i, q]),
+                        f"{prefix}stays": bool(aft["stays"][i, q]),
+                        f"{prefix}t_stay": int(aft["t_stay"][i, q]),
+                        f"{prefix}worst_after": float(aft["worst_after"][i, q])}
+
             burn = int(hits[i, -1])
             rows.append({**run, "part": "run", "burn_in": float(burn) if burn >= 0 else np.nan,
+                         **judged(len(eps), "burn_"),
                          "floor_run": float(err[-p["tail"]:, i].mean()),
                          "mis0": float((lab0[i] != labels).mean()), "diverged": bool(div[i])})
             for q, (e, te) in enumerate(zip(eps, t_eps)):
                 h = int(hits[i, q])
                 rows.append({**run, "part": "eps", "eps_index": q, "eps": float(e),
                              "t_bound": float(te), "reached": h >= 0,
-                             "t_hat": float(h) if h >= 0 else np.nan})
+                             "t_hat": float(h) if h >= 0 else np.nan, **judged(q)})
             if seed < p["trace_seeds"]:
                 rows.extend({**run, "part": "trace", "t": t, "err": float(v)}
                             for t, v in enumerate(err[:, i]))
@@ -237,14 +255,24 @@ def _part(table, part):
     return out
 
 
-def _exceeds(t_hat, reached, bound, t_run):
-    """Per run: ``T_hat > bound`` (counting an eps not reached in ``t_run >= floor(bound)``
-    iterations), and *censored*: not reached but ``t_run < floor(bound)`` (undecided)."""
-    bound_i = np.floor(np.asarray(bound, dtype=float))
-    reached = np.asarray(reached, dtype=bool)
-    t_run = np.asarray(t_run, dtype=float)
-    over = np.where(reached, np.asarray(t_hat, dtype=float) > bound_i, t_run >= bound_i)
-    return over & (reached | (t_run >= bound_i)), ~reached & (t_run < bound_i)
+def _bool(col):
+    """A column of booleans as the record's CSV reads it back (``True``/``False`` or 1/0)."""
+    return np.asarray(pd.Series(col).map(lambda v: v in (True, 1, 1.0, "True", "true")),
+                      dtype=bool)
+
+
+def stay_counts(checked, stays, at_t):
+    """Per test: ``exceed`` (checked runs whose error does not stay at most the level from
+    ``ceil(T)`` to the end), ``exceed_at_T`` (checked runs over the level at ``ceil(T)``),
+    ``censored`` (runs too short to check).
+
+    >>> stay_counts([True, True, True, False], [True, False, False, False],
+    ...             [True, True, False, False])
+    (2, 1, 1)
+    """
+    checked, stays, at_t = _bool(checked), _bool(stays), _bool(at_t)
+    return (int((checked & ~stays).sum()), int((checked & ~at_t).sum()),
+            int((~checked).sum()))
 
 
 def pooled_slope(x, y, run):
@@ -272,19 +300,58 @@ def _ratio_fit(num, den, n_boot, rng):
                      rng=rng)
 
 
+def _hard(eps, floor_cal, stay_ratio_max, censored, p):
+    """Whether a test's outcome was not certain from the construction (the registered rule):
+    its level within ``hard_floor_mult x`` the calibrated floor, or some run's last passage
+    above it at ``hard_ratio x`` its bound or later (never staying counts), or a censored run."""
+    near_floor = bool(np.isfinite(floor_cal) and eps < p["hard_floor_mult"] * floor_cal)
+    late = bool(not np.isfinite(stay_ratio_max) or stay_ratio_max >= p["hard_ratio"])
+    return near_floor or late or censored > 0
+
+
+def _test_row(key, g, *, what, level, bound, reachable, floor_cal, p, prefix=""):
+    """One test's row from the runs ``g`` of one (alpha0, direction, level)."""
+    chk = _bool(g[prefix + "checked"])
+    exceed, exceed_t, cens = stay_counts(g[prefix + "checked"], g[prefix + "stays"],
+                                         g[prefix + "at_T"])
+    hat = g["t_hat"] if what == "eps" else g["burn_in"]
+    reached = hat.notna().to_numpy()
+    ratio = (hat / bound)[reached]
+    t_stay = g[prefix + "t_stay"].to_numpy(dtype=float)
+    t_run = g["t_run"].to_numpy(dtype=float)
+    # the last passage over the bound: never settling (t_stay = t_run + 1) counts as infinite
+    stay_ratio = np.where(t_stay > t_run, np.inf, t_stay / bound)
+    sr_max = float(stay_ratio.max()) if len(g) else np.nan
+    worst = g[prefix + "worst_after"].to_numpy(dtype=float)[chk]
+    return {**key, "what": what, "alpha0": float(g["alpha0"].iloc[0]),
+            "kind": g["kind"].iloc[0], "eps": float(level), "bound": float(bound),
+            "t_check": int(g[prefix + "t_check"].iloc[0]), "reachable": bool(reachable),
+            "n": len(g), "exceed": exceed, "exceed_at_T": exceed_t, "censored": cens,
+            "reached": int(reached.sum()), "below_start": int((level < g["start"]).sum()),
+            "ratio_max": float(ratio.max()) if len(ratio) else np.nan,
+            "ratio_median": float(ratio.median()) if len(ratio) else np.nan,
+            "t_hat_median": float(hat[reached].median()) if len(ratio) else np.nan,
+            "stay_ratio_max": sr_max,
+            "worst_after_max": float(worst.max()) if worst.size else np.nan,
+            "hard": bool(reachable) and _hard(level, floor_cal, sr_max, cens, p)}
+
+
 def measure(table, params, rng, floor_mult=None):
     """The measurements, ``{"tests": DataFrame, "cells": DataFrame}``.
 
     ``tests``: one row per cell (loss, ``p``), ``alpha0``, direction and ``eps`` (``what="eps"``)
-    or burn-in (``what="burn-in"``): ``n`` data sets, ``exceed`` (runs with ``T_hat`` above the
-    bound, an unreached ``eps`` counted once the run passed ``T(eps)``), ``censored`` (unreached,
-    run shorter than the bound), ``reachable`` (``eps >= floor_mult x`` the calibrated floor;
-    always true for the burn-in), the largest and median ``T_hat / T`` over reached runs.
+    or burn-in level (``what="burn-in"``, bound ``T'``): ``n`` data sets, ``exceed`` (runs whose
+    error does not stay at most the level from ``ceil(T)`` to the run's end), ``exceed_at_T``
+    (over it at ``ceil(T)``), ``censored`` (run shorter than ``ceil(T)``), ``reachable``
+    (``eps >= floor_mult x`` the calibrated floor; always true for the burn-in), ``hard``, the
+    largest last passage over the bound, the largest error after the bound over the level, and
+    (first passage) the largest and median ``T_hat / T``.
 
     ``cells``: per cell the bound's slope ``8L/(p lambda)`` and ``T'``, the measured slope of
     ``T_hat`` in ``log(1/eps)`` over the transient (reached ``eps`` below the run's start and
     reachable), its bootstrap interval over data sets, the slope ratio and ``T' / mean burn-in``
-    with intervals, the implied per-step factor, burn-in medians per ``alpha0`` and their spread.
+    with intervals, the implied per-step factor, burn-in medians per ``alpha0`` and their spread,
+    the grid's ``eps`` not reached.
     """
     p, mg = params["params"], params["margins"]
     fm = mg["floor_mult"] if floor_mult is None else floor_mult
@@ -298,33 +365,17 @@ def measure(table, params, rng, floor_mult=None):
         reach_lim = fm * floor_cal
         ge = ge.assign(reachable=ge["eps"] >= reach_lim if np.isfinite(reach_lim) else False)
         for (a, kind, q), g in ge.groupby(["alpha0", "kind", "eps_index"], sort=True):
-            over, cens = _exceeds(g["t_hat"], g["reached"], g["t_bound"], g["t_run"])
-            ratio = (g["t_hat"] / g["t_bound"])[g["reached"].astype(bool)]
-            tests.append({**key, "what": "eps", "alpha0": a, "kind": kind, "eps_index": int(q),
-                          "eps": float(g["eps"].iloc[0]), "bound": float(g["t_bound"].iloc[0]),
-                          "reachable": bool(g["reachable"].iloc[0]), "n": len(g),
-                          "exceed": int(over.sum()), "censored": int(cens.sum()),
-                          "reached": int(g["reached"].astype(bool).sum()),
-                          "below_start": int((g["eps"] < g["start"]).sum()),
-                          "ratio_max": float(ratio.max()) if len(ratio) else np.nan,
-                          "ratio_median": float(ratio.median()) if len(ratio) else np.nan,
-                          "t_hat_median": float(g["t_hat"].median()) if len(ratio) else np.nan})
+            tests.append({**_test_row(key, g, what="eps", level=float(g["eps"].iloc[0]),
+                                      bound=float(g["t_bound"].iloc[0]),
+                                      reachable=bool(g["reachable"].iloc[0]),
+                                      floor_cal=floor_cal, p=p), "eps_index": int(q)})
         tp = float(first["t_prime"])
         for (a, kind), g in gr.groupby(["alpha0", "kind"], sort=True):
-            reached = g["burn_in"].notna()
-            over, cens = _exceeds(g["burn_in"], reached, np.full(len(g), tp), g["t_run"])
-            tests.append({**key, "what": "burn-in", "alpha0": a, "kind": kind, "eps_index": -1,
-                          "eps": float(first["quarter"]), "bound": tp, "reachable": True,
-                          "n": len(g), "exceed": int(over.sum()), "censored": int(cens.sum()),
-                          "reached": int(reached.sum()), "below_start": len(g),
-                          "ratio_max": float((g["burn_in"] / tp).max()) if reached.any()
-                          else np.nan,
-                          "ratio_median": float((g["burn_in"] / tp).median()) if reached.any()
-                          else np.nan,
-                          "t_hat_median": float(g["burn_in"].median()) if reached.any()
-                          else np.nan})
+            tests.append({**_test_row(key, g, what="burn-in", level=float(first["quarter"]),
+                                      bound=tp, reachable=True, floor_cal=floor_cal, p=p,
+                                      prefix="burn_"), "eps_index": -1})
         # the slope over the transient: reached, reachable, below the run's start
-        tr = ge[ge["reached"].astype(bool) & ge["reachable"] & (ge["eps"] < ge["start"])]
+        tr = ge[_bool(ge["reached"]) & ge["reachable"] & (ge["eps"] < ge["start"])]
         tr = tr.assign(x=np.log(1.0 / tr["eps"]), run=tr["seed"].astype(str) + "_"
                        + tr["alpha0"].astype(str) + "_" + tr["kind"])
         per_seed = [pooled_slope(g["x"], g["t_hat"], g["run"]) for _, g in tr.groupby("seed")]
@@ -343,18 +394,22 @@ def measure(table, params, rng, floor_mult=None):
             bratio = Fit(tp / bfit.est, tp / bfit.hi, tp / bfit.lo, bfit.n)
         med = gr.groupby("alpha0")["burn_in"].median()
         factor = math.exp(-1.0 / slope.est) if slope is not None and slope.est > 0 else np.nan
+        grid = ge.drop_duplicates("eps_index")
         row = {**key, "lam": float(first["lam"]), "L": float(first["L"]),
                "delta": float(first["delta"]), "kappa": kappa, "t_prime": tp,
                "floor_cal": floor_cal, "floor_run_median": float(gr["floor_run"].median()),
                "reach_limit": reach_lim, "t_max": int(first["t_max"]),
-               "t_run_max": int(gr["t_run"].max()), "t_run_median": float(gr["t_run"].median()),
+               "t_run_max": int(gr["t_run"].max()), "t_run_min": int(gr["t_run"].min()),
+               "t_bound_max": float(grid["t_bound"].max()),
+               "n_eps_grid": len(grid), "n_eps_not_reached": int((~grid["reachable"]).sum()),
+               "step_mult": float(first["step_mult"]) if "step_mult" in first else 1.0,
                "bound_factor": float(bounds.theorem2_factor(float(first["p"]),
                                                             float(first["lam"]),
                                                             float(first["L"]))),
                "implied_factor": factor, "transient_points": len(tr),
                "burn_in_spread": float(med.max() - med.min()) if med.notna().any() else np.nan,
                "burn_in_by_alpha0": ";".join(f"{a:g}:{v:g}" for a, v in med.items()),
-               "mis0_max": float(gr["mis0"].max()), "diverged": int(gr["diverged"].sum()),
+               "mis0_max": float(gr["mis0"].max()), "diverged": int(_bool(gr["diverged"]).sum()),
                "alpha_start_by_alpha0": ";".join(
                    f"{a:g}:{v:.3g}" for a, v in gr.groupby("alpha0")["alpha_start"].min().items())}
         for name, f in (("slope", slope), ("slope_ratio", sratio), ("burn_in_mean", bfit),
@@ -377,26 +432,30 @@ def decide(meas, params):
     ``confidence`` and ``loose_factor``.
 
     Each reachable test (``tests``: columns ``loss``, ``p_small``, ``what``, ``reachable``, ``n``,
-    ``exceed``, ``censored``): Wilson interval of ``exceed / n`` at ``confidence``; *violated* if
-    its lower end is above ``tol``, *certified* if its upper end is at most ``tol`` and nothing is
-    censored, *undetermined* otherwise. Per cell (loss, ``p``): "not supported" if a test is
-    violated; else "inconclusive" if one is undetermined or no reachable ``eps`` lies below some
-    run's start (column ``below_start``: runs with ``eps`` below their start, ``n`` if absent;
-    above every start ``T_hat = 0`` and the test says nothing);
-    else "holds with a caveat" if the bound is *loose* (``cells``' ``slope_ratio_lo`` or
-    ``burn_ratio_lo`` above ``loose_factor``), else "holds". The claim: the weakest cell.
-    ``numbers``: the three margins and per cell its verdict, the counts of violated, undetermined
-    and certified tests, the largest Wilson bounds, the looseness lower ends and ``loose``."""
+    ``exceed``, ``censored``): Wilson interval of ``exceed / n`` (runs not staying at most the
+    level from ``ceil(T)`` on) at ``confidence``; *violated* if its lower end is above ``tol``,
+    *certified* if its upper end is at most ``tol`` and nothing is censored, *undetermined*
+    otherwise. Per cell (loss, ``p``): "not supported" if a test is violated; else
+    "inconclusive" if one is undetermined or no reachable ``eps`` lies below some run's start
+    (column ``below_start``: runs with ``eps`` below their start, ``n`` if absent; above every
+    start the test says little); else "holds with a caveat" if some ``eps`` of the grid is not
+    reached (a test with ``reachable`` false) or the bound is *loose* (``cells``'
+    ``slope_ratio_lo`` or ``burn_ratio_lo`` above ``loose_factor``), else "holds". The claim:
+    the weakest cell. ``numbers``: the three margins and per cell its verdict, the counts of
+    violated, undetermined and certified tests, of tests not reached, the largest Wilson bounds,
+    the looseness lower ends and ``loose``."""
     mg = params["margins"]
     tol, conf, lf = mg["tol"], mg["confidence"], mg["loose_factor"]
     tests, cells = meas["tests"], meas["cells"]
     out = {}
     for c in cells.itertuples():
-        t = tests[(tests["loss"] == c.loss) & (tests["p_small"] == c.p_small) & tests["reachable"]]
+        mine = tests[(tests["loss"] == c.loss) & (tests["p_small"] == c.p_small)]
+        t = mine[mine["reachable"].astype(bool)]
         te = t[t["what"] == "eps"]
         below = te["below_start"] if "below_start" in te else te["n"]
         n_eps = len(te)
         n_informative = int((below > 0).sum())
+        not_reached = int(((mine["what"] == "eps") & ~mine["reachable"].astype(bool)).sum())
         if len(t):
             lo, hi = wilson_interval(t["exceed"].to_numpy(), t["n"].to_numpy(), conf)
             lo, hi = np.atleast_1d(lo), np.atleast_1d(hi)
@@ -413,11 +472,11 @@ def decide(meas, params):
         elif undetermined.any() or n_informative == 0:
             v = INCONCLUSIVE
         else:
-            v = CAVEAT if loose else HOLDS
+            v = CAVEAT if (loose or not_reached) else HOLDS
         out[_cell_name(c.loss, c.p_small)] = {
             "verdict": v, "violated": int(violated.sum()), "undetermined": int(undetermined.sum()),
             "certified": int(certified.sum()), "eps_tests": n_eps,
-            "eps_tests_below_start": n_informative,
+            "eps_tests_below_start": n_informative, "eps_not_reached": not_reached,
             "worst_lo": float(lo.max()) if lo.size else np.nan,
             "worst_hi": float(hi.max()) if hi.size else np.nan,
             "slope_ratio_lo": float(sl), "burn_ratio_lo": float(bl), "loose": loose}
@@ -432,6 +491,17 @@ def _with(params, **margins):
     return params
 
 
+def hard_cells(meas, params):
+    """``Verdict.cells``: of the reachable tests (the judged cells: loss x ``p`` x ``alpha0`` x
+    direction x level), how many are hard (:func:`_hard`), and the rule in words."""
+    p = params["params"]
+    t = meas["tests"]
+    t = t[t["reachable"].astype(bool)] if len(t) else t
+    return {"hard": int(t["hard"].sum()) if len(t) else 0, "total": int(len(t)),
+            "rule": WORDS.text("cells rule", hard_floor_mult=p["hard_floor_mult"],
+                               hard_ratio=p["hard_ratio"])}
+
+
 # ------------------------------------------------------------------------------ analyze
 
 
@@ -442,49 +512,58 @@ def _fmt(est, lo, hi, digits=3):
     return f"{f.format(est)} [{f.format(lo)}, {f.format(hi)}]"
 
 
+def _reach(meas, c):
+    t = meas["tests"]
+    return t[(t["loss"] == c.loss) & (t["p_small"] == c.p_small) & t["reachable"].astype(bool)]
+
+
 def _scope(meas, dec):
     parts = []
     for c in meas["cells"].itertuples():
         d = dec.numbers["cells"][_cell_name(c.loss, c.p_small)]
-        t = meas["tests"]
-        t = t[(t["loss"] == c.loss) & (t["p_small"] == c.p_small) & t["reachable"]]
-        worst = t["ratio_max"].max()
-        which = ("scope" if not np.isfinite(worst) else "scope.worst"
-                 if not np.isfinite(c.slope_ratio) else "scope.worst and slope")
-        parts.append(WORDS.text(which, cell=_cell_name(c.loss, c.p_small), verdict=d["verdict"],
-                                worst=worst, slope_ratio=c.slope_ratio))
+        te = _reach(meas, c)
+        te = te[te["what"] == "eps"]
+        worst = te["worst_after_max"].max() if len(te) else np.nan
+        parts.append(WORDS.text("scope" if not np.isfinite(worst) else "scope.worst",
+                                cell=_cell_name(c.loss, c.p_small), verdict=d["verdict"],
+                                exceed=int(te["exceed"].sum()), n=int(te["n"].sum()),
+                                worst=worst))
     return "; ".join(parts)
+
+
+def _ratio_text(x):
+    return "never" if not np.isfinite(x) else f"{x:.3g}"
 
 
 def _numbers(meas, dec):
     rows = []
-    tests = meas["tests"]
     for c in meas["cells"].itertuples():
         d = dec.numbers["cells"][_cell_name(c.loss, c.p_small)]
-        t = tests[(tests["loss"] == c.loss) & (tests["p_small"] == c.p_small) & tests["reachable"]]
+        t = _reach(meas, c)
         te = t[t["what"] == "eps"]
         tb = t[t["what"] == "burn-in"]
         rows.append({
             "loss": c.loss, "p": round(c.p, 4), "8L/(p lam)": round(c.kappa, 1),
-            "T' (eq. 37)": round(c.t_prime, 1),
+            "T' (eq. 37)": round(c.t_prime, 1), "T_max": int(c.t_max),
             "reachable eps": (WORDS.text("numbers.reachable eps", lo=te["eps"].min(),
-                                         hi=te["eps"].max(), n=len(te))
+                                         hi=te["eps"].max(), n=len(te),
+                                         not_reached=int(c.n_eps_not_reached))
                               if len(te) else WORDS.text("numbers.no reachable eps")),
-            "runs over T(eps)": WORDS.text("numbers.runs over", exceed=int(te["exceed"].sum()),
-                                           n=int(te["n"].sum()),
-                                           below_start=int(te["below_start"].sum())),
+            "runs not staying <= eps from T(eps)": WORDS.text(
+                "numbers.runs over", exceed=int(te["exceed"].sum()), n=int(te["n"].sum()),
+                exceed_at_T=int(te["exceed_at_T"].sum()),
+                below_start=int(te["below_start"].sum())),
+            "max err after T(eps) / eps": (round(float(te["worst_after_max"].max()), 3)
+                                           if len(te) else np.nan),
+            "max last passage / T(eps)": (_ratio_text(float(te["stay_ratio_max"].max()))
+                                          if len(te) else ""),
             "max T_hat/T(eps)": round(float(te["ratio_max"].max()), 3) if len(te) else np.nan,
             "slope dT_hat/dlog(1/eps) [95% CI]": _fmt(c.slope, c.slope_lo, c.slope_hi),
             "bound slope / measured": _fmt(c.slope_ratio, c.slope_ratio_lo, c.slope_ratio_hi),
-            "implied factor (bound)": (WORDS.text("numbers.implied factor",
-                                                  implied_factor=c.implied_factor,
-                                                  bound_factor=c.bound_factor)
-                                       if np.isfinite(c.implied_factor)
-                                       else WORDS.text("not measured")),
-            "burn-in over T'": f"{int(tb['exceed'].sum())}/{int(tb['n'].sum())}",
+            "burn-in not staying from T'": f"{int(tb['exceed'].sum())}/{int(tb['n'].sum())}",
             "mean burn-in [95% CI]": _fmt(c.burn_in_mean, c.burn_in_mean_lo, c.burn_in_mean_hi),
             "T'/mean burn-in": _fmt(c.burn_ratio, c.burn_ratio_lo, c.burn_ratio_hi),
-            "burn-in median by alpha0": c.burn_in_by_alpha0,
+            "hard tests": f"{int(t['hard'].sum())}/{len(t)}",
             "worst Wilson [lo, hi]": (f"[{d['worst_lo']:.3g}, {d['worst_hi']:.3g}]"
                                       if np.isfinite(d["worst_hi"]) else ""),
             "verdict": d["verdict"]})
@@ -504,23 +583,30 @@ def _slope_words(c):
                       implied_factor=c.implied_factor, bound_factor=c.bound_factor)
 
 
-def _summary(meas, dec, params):
+def _summary(meas, dec, params, cells_count):
     p, mg = params["params"], params["margins"]
     nb = dec.numbers
     parts = []
     for c in meas["cells"].itertuples():
         d = nb["cells"][_cell_name(c.loss, c.p_small)]
-        t = meas["tests"]
-        t = t[(t["loss"] == c.loss) & (t["p_small"] == c.p_small) & t["reachable"]]
+        t = _reach(meas, c)
         te = t[t["what"] == "eps"]
+        tb = t[t["what"] == "burn-in"]
         parts.append(WORDS.text(
             "cell", cell=_cell_name(c.loss, c.p_small), lam=c.lam, L=c.L, delta=c.delta,
             kappa=c.kappa, t_prime=c.t_prime, floor_cal=c.floor_cal, reach_limit=c.reach_limit,
-            exceed=int(te["exceed"].sum()), n=int(te["n"].sum()),
-            below_start=int(te["below_start"].sum()), ratio_max=te["ratio_max"].max(),
+            t_max=int(c.t_max), t_bound_max=c.t_bound_max,
+            n_tests=len(te), not_reached=int(c.n_eps_not_reached),
+            exceed=int(te["exceed"].sum()), exceed_at_T=int(te["exceed_at_T"].sum()),
+            n=int(te["n"].sum()), below_start=int(te["below_start"].sum()),
+            worst_after=te["worst_after_max"].max() if len(te) else np.nan,
+            stay_ratio=_ratio_text(float(te["stay_ratio_max"].max())) if len(te) else "-",
+            burn_exceed=int(tb["exceed"].sum()), burn_n=int(tb["n"].sum()),
+            burn_worst=tb["worst_after_max"].max() if len(tb) else np.nan,
+            ratio_max=te["ratio_max"].max() if len(te) else np.nan,
             slope=_slope_words(c), burn_in=_fmt(c.burn_in_mean, c.burn_in_mean_lo,
                                                 c.burn_in_mean_hi),
-            by_alpha0=c.burn_in_by_alpha0, spread=c.burn_in_spread, verdict=d["verdict"]))
+            hard=int(t["hard"].sum()), total=len(t), verdict=d["verdict"]))
     loose = [k for k, v in nb["cells"].items() if v["loose"]]
     cells = meas["cells"]
     tail = []
@@ -532,16 +618,13 @@ def _summary(meas, dec, params):
                    else WORDS.text("loose.no slope")),
             burn=(WORDS.text("loose.burn-in", lo=br.min(), hi=br.max()) if len(br)
                   else WORDS.text("loose.no burn-in"))))
-    spreads = cells["burn_in_spread"].dropna()
-    if len(spreads):
-        mono = all(_non_increasing(c.burn_in_by_alpha0) for c in cells.itertuples())
-        tail.append(WORDS.text(
-            "summary.alpha0", spread=spreads.max(), t_prime=cells["t_prime"].min(),
-            trend=WORDS.text("trend.monotone" if mono else "trend.not monotone")))
+    tail.append(WORDS.text("summary.hard", hard=cells_count["hard"],
+                           total=cells_count["total"]))
     return WORDS.text("summary", confidence=mg["confidence"], tol=mg["tol"],
-                      loose_factor=mg["loose_factor"], m=p["m"], n_prime=p["n_prime"],
-                      seeds=p["seeds"], alpha0=p["alpha0"], cells=". ".join(parts),
-                      tail="".join(" " + x for x in tail))
+                      loose_factor=mg["loose_factor"], floor_mult=mg["floor_mult"], m=p["m"],
+                      n_prime=p["n_prime"], seeds=p["seeds"], alpha0=p["alpha0"],
+                      step_mult=float(p.get("step_mult", 1.0)), run_mult=p["run_mult"],
+                      cells=". ".join(parts), tail="".join(" " + x for x in tail))
 
 
 def _caveats(meas, params):
@@ -555,11 +638,15 @@ def _caveats(meas, params):
                                   alphas=c.alpha_start_by_alpha0)
                        for c in cells.drop_duplicates("loss").itertuples())
     longest = ", ".join(WORDS.text("caveats.longest", cell=_cell_name(c.loss, c.p_small),
-                                   t_run_max=c.t_run_max, t_max=c.t_max)
+                                   t_run=c.t_run_min, t_max=c.t_max, t_bound_max=c.t_bound_max,
+                                   t_prime=c.t_prime)
                         for c in cells.itertuples())
+    diverged = int(cells["diverged"].sum()) if len(cells) else 0
     return WORDS.items("caveats", floors=floors, mis=mis, alpha_starts=starts, seeds=p["seeds"],
                        max_iters=p["max_iters"], chunk=p["chunk"], tail=p["tail"],
-                       longest=longest)
+                       cal_T=p["cal_T"], cal_seeds=p["cal_seeds"], run_mult=p["run_mult"],
+                       longest=longest, diverged=diverged,
+                       step_mult=float(p.get("step_mult", 1.0)))
 
 
 def analyze(table, params, rng):
@@ -570,12 +657,13 @@ def analyze(table, params, rng):
         return decide(measure(table, q, rng) if key == "floor_mult" else meas, q).verdict
 
     sens = sensitivity_lines(WORDS, params, verdict_at)
+    count = hard_cells(meas, params)
     tables = {".csv": _part(table, "eps"), "_runs.csv": _part(table, "run"),
               "_traces.csv": _part(table, "trace"), "_tests.csv": meas["tests"],
               "_cells.csv": meas["cells"]}
-    return Verdict(dec.verdict, _numbers(meas, dec), _summary(meas, dec, params),
+    return Verdict(dec.verdict, _numbers(meas, dec), _summary(meas, dec, params, count),
                    caveats=_caveats(meas, params), sensitivity=sens, tables=tables,
-                   scope=_scope(meas, dec))
+                   scope=_scope(meas, dec), cells=count)
 
 
 # ------------------------------------------------------------------------------ figure
