@@ -174,14 +174,17 @@ RULES = {
     "check": [
         _study_ids,
         _unused_with("list", ("preset", "out", "seed", "write", "report_only", "migrate_records",
-                              "control_only", "stores")
+                              "control_only", "stores", "reanalyse")
                      + _STORE + _RUN, "--list only lists the studies"),
         _unused_with("migrate_records", ("ids", "paper", "preset", "seed", "write", "report_only",
-                                         "control_only", "stores")
+                                         "control_only", "stores", "reanalyse")
                      + _STORE + _RUN, "--migrate-records only renames the records in --out"),
         _needs("report_only", "write", "only rewrites the report of --write from the records"),
-        _unused_with("report_only", ("seed", "control_only", "stores") + _STORE + _RUN,
+        _unused_with("report_only", ("seed", "control_only", "stores", "reanalyse") + _STORE + _RUN,
                      "--report-only runs nothing"),
+        _unused_with("reanalyse", ("seed", "control_only", "stores", "write", "migrate_records")
+                     + _STORE + _RUN,
+                     "--reanalyse only analyses the committed tables in --out again (nothing runs)"),
         _conflict("store", "no_store", "--no-store keeps no rows, --store says where to keep them"),
         _jax_jobs, _scheduler, _jobs],
     "compare": [

@@ -332,6 +332,8 @@ def _check(args):
         print(f"check --migrate-records: {len(moved)} files renamed in {args.out}")
         return 0
     ids = _check_ids(args, STUDIES)
+    if args.reanalyse:
+        return _reanalyse(args, ids)
     if args.list:
         from .theory.studies import get
 
@@ -384,6 +386,35 @@ def _check(args):
               f"{', '.join(missing)} (make them as said above, or give --stores DIR)")
         return 1
     print(f"check: {len(ids)} studies in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def _reanalyse(args, ids):
+    """``check --reanalyse``: each record in --out analysed again from its committed tables; its
+    words rewritten where the code words them otherwise; exit 1 if a rule changed."""
+    from ._paths import output_dir
+    from .theory.records import RuleChanged, reanalyse
+
+    output_dir(args.out, "--out")
+    failed = []
+    for sid in ids:
+        if sid == "D1":
+            print("[D1] skipped: a note remade by `python -m mixlinreg.theory.d1 --write`")
+            continue
+        try:
+            _, changed = reanalyse(sid, preset=args.preset, out=args.out)
+        except FileNotFoundError as exc:
+            print(f"[{sid}] skipped: {exc}")
+            continue
+        except RuleChanged as exc:
+            failed.append(sid)
+            print(f"[{sid}] not rewritten: {exc}")
+            continue
+        print(f"[{sid}] " + (f"rewrote {', '.join(changed)}" if changed else "unchanged"))
+    if failed:
+        print(f"check --reanalyse: the rule changed for {', '.join(failed)}: a new version of "
+              f"each, to be run again (docs/theory_checks.md)")
+        return 1
     return 0
 
 
@@ -525,6 +556,11 @@ def _parser_check(sub):
                    help="run only each study's control (the setting where its claim is false) and "
                         "join it to the study's existing record in --out, whose measurements are "
                         "kept")
+    t.add_argument("--reanalyse", action="store_true",
+                   help="compute nothing: analyse each record in --out again from its committed "
+                        "tables (study and control) and rewrite its words (summary, caveats, hard "
+                        "cells) where the code now words them otherwise; refused (exit 1) where "
+                        "the verdict or a number would change, which is a new version of the study")
     _add_kernel(t)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--migrate-records", action="store_true",

@@ -9,10 +9,9 @@ that would change a committed verdict fails here (issue 25, class 10), as D1's r
 does in ``tests/test_theory_figure2.py`` (D1 is remade here the same way, by ``rebuild_d1``).
 
 Four studies replaced the units' rows by their own table (``Verdict.tables[".csv"]``), so their
-units' rows are put back together from what was committed: C2T (its ``eps``, ``_runs`` and
-``_traces`` parts), CFLC5 (its grid rows, plus the
-``_cfl.csv`` rows of the CFL demonstration), CFLR6 (one row per trial, remade from the committed
-per-cell counts ``successes`` of ``trials``, plus the ``_population.csv`` rows) and D1.
+units' rows are put back together from what was committed (C2T, CFLC5, CFLR6; L1's grid values
+are snapped to the config's): ``mixlinreg.theory.records.committed_units``, which
+``mixlinreg check --reanalyse`` uses too.
 """
 
 from __future__ import annotations
@@ -21,10 +20,10 @@ import io
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
+from mixlinreg.theory.records import _UNITS as UNITS, committed_units, read_table
 from mixlinreg.theory.study import StudyResult, unit_rng
 from mixlinreg.theory.studies import get
 
@@ -35,54 +34,7 @@ RECORDS = sorted(CHECKS.glob("*_paper.json"))
 
 def _read(name):
     """A committed table by name, plain or gzipped (as ``Context.write_table`` wrote it)."""
-    path = CHECKS / name
-    if not path.exists():
-        path = path.with_name(path.name + ".gz")
-    return pd.read_csv(path, low_memory=False)
-
-
-def _units_cflc5(rec):
-    return pd.concat([_read("CFLC5_paper.csv"), _read("CFLC5_paper_cfl.csv")], ignore_index=True)
-
-
-def _units_c2t(rec):
-    return pd.concat([_read(f"C2T_paper{s}.csv") for s in ("", "_runs", "_traces")],
-                     ignore_index=True)
-
-
-def _units_cflr6(rec):
-    """One row per trial and measure, ``ok_<measure>`` 1 for ``successes`` of ``trials`` (what
-    ``cflr6.cell_counts`` counts back), and the population rows."""
-    counts = _read("CFLR6_paper.csv")
-    keys = ["geometry", "k", "sigma", "nd", "n", "rho"]
-    reps = counts["trials"].to_numpy()
-    rows = counts.loc[counts.index.repeat(reps), keys + ["measure"]].reset_index(drop=True)
-    first = np.repeat(np.cumsum(reps) - reps, reps)
-    ok = (np.arange(len(rows)) - first < np.repeat(counts["successes"].to_numpy(), reps))
-    for measure in counts["measure"].unique():
-        rows[f"ok_{measure}"] = np.where(rows["measure"] == measure, ok.astype(float), np.nan)
-    trials = rows.drop(columns="measure").assign(part="trial", unit="trials")
-    return pd.concat([_read("CFLR6_paper_population.csv"), trials], ignore_index=True)
-
-
-def _units_l1(rec):
-    """L1's table with its (alpha, rho) grid values snapped to the config's: the committed table
-    was written where ``np.geomspace`` rounded two of them one ulp differently, and the analysis
-    looks the grid up by exact value (see the issue 25 report)."""
-    from mixlinreg.theory.studies import l1
-
-    table = _read("L1_paper.csv")
-    p = get("L1").config(rec.preset).values["params"]
-    for col, want in (("alpha", l1._alphas(p)), ("rho", l1._rhos(p))):
-        v = table[col].to_numpy(dtype=float)
-        i = np.abs(v[:, None] - want[None, :]).argmin(axis=1)
-        near = np.isclose(v, want[i], rtol=1e-12, atol=0)
-        assert np.all(near | ~np.isin(table["part"], ["grid"])), f"L1: {col} off the config's grid"
-        table[col] = np.where(near, want[i], v)
-    return table
-
-
-UNITS = {"C2T": _units_c2t, "CFLC5": _units_cflc5, "CFLR6": _units_cflr6, "L1": _units_l1}
+    return read_table(CHECKS, name)
 
 
 def _numbers(df):
@@ -101,7 +53,7 @@ def test_committed_record_is_its_tables_analysis(path):
         return
     study = get(rec.id)
     params = study.config(rec.preset).values
-    table = UNITS[rec.id](rec) if rec.id in UNITS else _read(f"{rec.id}_{rec.preset}.csv")
+    table = committed_units(rec, CHECKS, params)
     # the study's words (its Markdown beside the module) are the record's
     assert (study.title, study.claim, study.location) == (rec.title, rec.claim, rec.location)
     v = study.analyze(table, params, lambda key: unit_rng(rec.seed, rec.id, "analyze_" + key))
