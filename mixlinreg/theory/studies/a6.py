@@ -488,12 +488,15 @@ def _summary(ms, d, drops, p, mg):
                    ball=c["ball"], r_A=c["r_A"], r_A_delta=c["r_A"] / c["delta"],
                    n_unit=c["n_unit"])
         for loss, c in cons.iterrows())
+    scale = p.get("ball_scale", 1.0)
     out = [WORDS.text("summary.setup", constants=const_txt, m=p["m"], T=p["T"],
                       oracle_factor=mg["oracle_factor"])]
     if not nb["claim_cells"]:
         return " ".join(out + [WORDS.text("summary.nothing to check")])
     out.append(WORDS.text(
         "summary.claim cells", n_min=nb["n_min"], c_claim=nb["c_claim"],
+        starts=(WORDS.text("starts.ball") if scale == 1.0
+                else WORDS.text("starts.scaled", scale=scale)),
         claim_cells=nb["claim_cells"], claim_trials_min=nb["claim_trials_min"],
         smallest=", ".join(WORDS.text("smallest alpha0", pair=k, alpha0=v)
                            for k, v in nb["smallest_alpha"].items()),
@@ -516,7 +519,8 @@ def _summary(ms, d, drops, p, mg):
     if len(gaps):
         a_min = gaps["alpha0"].min()
         g = gaps[gaps["alpha0"] == a_min]
-        out.append(WORDS.text("summary.why", gaps="; ".join(
+        out.append(WORDS.text("summary.why" if scale == 1.0 else "summary.why outside",
+                              scale=scale, gaps="; ".join(
             WORDS.text("gap", loss=r["loss"], gap=r["gap"], gap_bound=r["gap_bound"],
                        ratio=r["gap"] / r["gap_bound"], alpha0=a_min)
             for _, r in g.iterrows())))

@@ -424,6 +424,8 @@ def _summary(m, d, mg, configs):
         for ci, wc in worst_cfg.iterrows()]
     return " ".join([WORDS.text(
         "summary", n_outside=n["n_outside"], n_compared=n["n_compared"],
+        mc=WORDS.text("mc.agrees" if n["n_outside"] <= n["allowed_outside"] else "mc.disagrees"),
+        chernoff=WORDS.text("chernoff.holds" if m["chern_gap"] <= 0 else "chernoff.fails"),
         mc_level_pct=100 * mg["mc_level"], allowed_outside=n["allowed_outside"],
         chern_gap=m["chern_gap"], ratio_min=rates["ratio"].min(), ratio_max=rates["ratio"].max(),
         alpha_lo=alphas[0], alpha_hi=alphas[-1], rho_lo=rhos[0], rho_hi=rhos[-1], c2=c2,

@@ -418,6 +418,8 @@ def _summary(cells, curves, cross, dec, params):
         WORDS.text("summary.setting", machines_max=int(cells["machines"].max()),
                    machines_min=int(cells["machines"].min()), n_min=min(p["n_prime"]),
                    n_max=max(p["n_prime"]), alphas=p["alphas"], n_random=p["n_random"],
+                   distance=(WORDS.text("distance.lemma") if p.get("radius_scale", 1.0) == 1.0
+                             else WORDS.text("distance.scaled", scale=p["radius_scale"])),
                    cells=nb["cells"], settings=cells[["loss", "R"]].drop_duplicates().shape[0]),
         WORDS.text("summary.bound", confidence=mg["confidence"], over=nb["over_bound"],
                    worst=nb["worst_lo_over_bound"], loss=w["loss"], R=w["R"], alpha=w["alpha"],
