@@ -213,7 +213,7 @@ def audit_lines(results, earlier) -> list:
         "with a caveat**. Where no control can exist (an identity, a construction) the row says "
         "so, and its verdict is not evidence. *Registered* means the commit named held the "
         "config's values (grid, thresholds, margins, control) before the record was made "
-        "(`tests/test_registration.py` checks each against the history). *Hard cells*: of the "
+        "(`tests/test_controls.py` checks each against the history). *Hard cells*: of the "
         "cells the verdict judged, those whose outcome was not already certain from the "
         "construction, where the study counts them.",
         "",
