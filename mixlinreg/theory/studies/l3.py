@@ -400,7 +400,9 @@ def analyze(table, params, rng):
     return Verdict(dec.verdict, _numbers(cells, curves, cross),
                    _summary(cells, curves, cross, dec, params), caveats=_caveats(cells, params),
                    sensitivity=sensitivity_lines(WORDS, params, verdict_at), tables=tables,
-                   scope=_scope(cells, dec))
+                   scope=_scope(cells, dec),
+                   cells={"hard": int((cells["bound"].to_numpy(dtype=float) < 1.0).sum()),
+                          "total": len(cells), "rule": WORDS.text("cells rule")})
 
 
 def _summary(cells, curves, cross, dec, params):
