@@ -385,7 +385,24 @@ def analyze(table, params, rng):
                    _summary(m, d, cinfo, ainfo, params, settings, floors),
                    caveats=_caveats(cinfo, params, settings), sensitivity=sensitivity(m, params),
                    tables={"_cells.csv": m["cells"].round(6), "_summary.csv": m["summary"],
-                           "_trials.csv": m["per_trial"]})
+                           "_trials.csv": m["per_trial"]},
+                   cells=_hard_cells(m, cinfo, params))
+
+
+def _hard_cells(m, cinfo, params):
+    """The judged cells (the comparison's cases, the absolute part's directions) and those not
+    decided by saturation: a case whose both arms succeed in every trial (or in none) has a
+    paired difference of exactly 0 whatever the rule; a direction at 0 or all successes
+    likewise sits at a bound of its interval."""
+    cases = cinfo["cases"]
+    p_ref, p_min = cases["p_ref"].to_numpy(float), cases["p_min"].to_numpy(float)
+    saturated = ((p_ref == 1) & (p_min == 1)) | ((p_ref == 0) & (p_min == 0))
+    a = _absolute_rows(m["cells"], params["params"]["absolute_setting"],
+                       params["margins"]["confidence"])
+    a = a[(a["k"] == 2) & a["resample"].astype(bool) & (a["alpha0"] == a["alpha0"].min())]
+    inner = (a["successes"] > 0) & (a["successes"] < a["trials"])
+    return {"hard": int((~saturated).sum() + inner.sum()), "total": int(len(cases) + len(a)),
+            "rule": WORDS.text("cells rule")}
 
 
 # ------------------------------------------------------------------------------ the figure

@@ -461,7 +461,10 @@ def analyze(table, params, rng):
     return Verdict(decision.verdict, numbers, summary(meas, decision, numbers, mg),
                    caveats=caveats(meas, mg), sensitivity=sens, scope=scope(meas, decision),
                    tables={"_levels.csv": meas["levels"], "_fits.csv": meas["fits"],
-                           "_pairs.csv": meas["pairs"]})
+                           "_pairs.csv": meas["pairs"]},
+                   cells={"hard": len(decision.numbers["slopes"]),
+                          "total": 1 + len(decision.numbers["slopes"]),
+                          "rule": WORDS.text("cells rule")})
 
 
 def _multi_text(meas):

@@ -555,7 +555,17 @@ def analyze(table, params, rng):
     decision = decide(meas, params)
     return Verdict(decision.verdict, _numbers(meas, decision), _summary(meas, decision, p),
                    caveats=_caveats(meas, table, p), sensitivity=sensitivity(meas, params),
-                   scope=_scope(decision))
+                   scope=_scope(decision), cells=_hard_cells(decision))
+
+
+def _hard_cells(decision):
+    """The judged parts and those the construction does not decide: Figure 2's two parts are
+    identities of the toys (two clients at the federated stationary point have opposite
+    gradients, cosine -1; a congruent convex pair shares its minimizer, norm 0), Figure 1's
+    split and gain parts depend on what CFL does."""
+    parts = decision.numbers["parts"]
+    return {"hard": sum(1 for name in parts if name.startswith("Fig. 1")), "total": len(parts),
+            "rule": WORDS.text("cells rule")}
 
 
 # ------------------------------------------------------------------------------ figure
