@@ -186,7 +186,16 @@ def analyze(table, params, rng):
     sens = sensitivity_lines(WORDS, params, lambda q, key: decide(tests, q).verdict)
     return Verdict(decision.verdict, _f2_numbers(tests, alpha), summary,
                    caveats=_caveats(exp, summ, panel, tr), sensitivity=sens,
-                   tables={"_summary.csv": summ})
+                   tables={"_summary.csv": summ}, cells=_hard_cells(tests, panel))
+
+
+def _hard_cells(tests, panel):
+    """The judged strata (the claimed axes' strata on the authors' rule, the pooled test aside)
+    and those not flat: a flat stratum (the same success at every level) cannot show a trend."""
+    rows = pd.concat([_axis_rows(tests, along) for along, _ in _PANELS[panel][0]])
+    rows = rows[rows["stratum"] != "pooled"]
+    flat = rows["flat"].astype(str).str.lower().isin(["true", "1", "1.0"])
+    return {"hard": int((~flat).sum()), "total": int(len(rows)), "rule": WORDS.text("cells rule")}
 
 
 def figure(table, verdict, params):
