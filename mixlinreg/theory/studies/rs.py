@@ -255,7 +255,16 @@ def analyze(table, params, rng):
     return Verdict(decision.verdict, _numbers(c, p["numbers_sigma"], mg["target"]),
                    _summary(info, exps, plus_a, mg), caveats=_caveats(exps, plus_a, mg),
                    sensitivity=_sensitivity(table, params, rng, cells),
-                   tables={"_cells.csv": c, "_curves.csv": curves})
+                   tables={"_cells.csv": c, "_curves.csv": curves},
+                   cells=_hard_cells(c, mg["target"]))
+
+
+def _hard_cells(c, target):
+    """The evidence cells (those judged) and those where one start does not already reach the
+    target: there the restarts have something to do."""
+    ev = c[c["evidence"].astype(bool)]
+    return {"hard": int((ev["p1"] < target).sum()), "total": int(len(ev)),
+            "rule": WORDS.text("cells rule")}
 
 
 def figure(table, verdict, params):
