@@ -45,6 +45,21 @@ rho_covered``) of the generic geometries, the Wilson lower bounds of ``split`` a
 end-to-end CFL fails (upper bound below the threshold) in a covered cell. ``Verdict.scope``
 names, per ``sigma/R``, the ``n/d`` from which the rule succeeds and where it fails.
 
+Version 2 adds the gamma condition, judged in every cell of the grid (the transition region
+included). In every trial, at the federated stationary point ``theta_hat`` (the pooled fit), the
+true risk gradients are in closed form, ``grad R_j(theta_hat) = 2 (theta_hat - theta*_j)``
+(:mod:`~mixlinreg.theory.cfl_linear`), so :func:`gamma_stats` gives exactly ``gamma_i =
+|grad r_i - grad R_I(i)| / |grad R_I(i)|`` and ``alpha_cross_max``, the largest cosine between the
+true risk gradients of different clusters. Condition (A), the extended version's statement (IEEE
+TNNLS 2021): rule (6) separates the clusters correctly if ``max_i gamma_i < sqrt((1 -
+alpha_cross_max)/2)``. The claim judged: every trial where (A) holds (by the relative margin
+``gamma_margin``) has a split that cuts no cluster; one counter-example makes it *not
+supported*; it is evidence only when (A) holds in at least ``min_condition_trials`` trials of the
+hard cells (a cell is hard when (A) holds in some of its trials and fails in others, or its split
+success rate lies strictly between ``hard_band`` and ``1 - hard_band``). Two conditions that a
+worst-case argument guarantees are counted beside it as checks of the computation (never
+counter-examples unless the code is wrong, see :func:`condition_ratios`).
+
 Config: ``mixlinreg/configs/studies/CFLR6.toml``.
 """
 
@@ -86,6 +101,12 @@ SCHEMA = {
         # the control's data without the structure (issue 37): every client draws from cluster
         # 0's centre (the labels and rho kept); false is the study as the paper has it
         "shared_centre": Spec("bool", required=False, default=False),
+        # version 2: a broken variant of rule (6) for the tests of the verdict (the split at the
+        # largest gap of the gradient norms); "rule6" is the study as the paper has it
+        "split_rule": Spec("str", choices=("rule6", "norms"), required=False, default="rule6"),
+        # version 2: the n/d levels where end-to-end CFL runs (its first cfl_trials trials); an
+        # empty list (the default) is every level, as in version 1
+        "cfl_nd_levels": Spec("list[float]", low=0, open="low", required=False, default=[]),
     },
     "margins": {
         "threshold": Spec("float", **_OPEN01),
@@ -94,6 +115,13 @@ SCHEMA = {
         "rho_covered_neighbours": Spec("list[float]", low=0, open="low"),
         "confidence": Spec("float", **_OPEN01),
         "confidence_neighbours": Spec("list[float]", **_OPEN01),
+        # version 2: the gamma condition (A) and the hard cells
+        "gamma_margin": Spec("float", low=0, high=1, open="high"),
+        "gamma_margin_neighbours": Spec("list[float]", low=0, high=1, open="high"),
+        "hard_band": Spec("float", low=0, high=0.5, open="both"),
+        "hard_band_neighbours": Spec("list[float]", low=0, high=0.5, open="both"),
+        "min_condition_trials": Spec("int", low=1),
+        "min_condition_trials_neighbours": Spec("list[int]", low=1),
     },
 }
 
@@ -110,6 +138,60 @@ def cuts_no_cluster(labels, side_a, side_b) -> bool:
     """
     labels = np.asarray(labels)
     return not set(labels[np.asarray(side_a)].tolist()) & set(labels[np.asarray(side_b)].tolist())
+
+
+def gamma_stats(G, theta, theta_star, labels):
+    """``(max_i gamma_i, alpha_cross_max)`` at the point ``theta`` from the clients' gradients
+    ``G`` (rows, clients in ``labels``' order) and the true centres ``theta_star`` (one row per
+    cluster label): ``gamma_i = |G_i - grad R_I(i)| / |grad R_I(i)|`` with the closed form ``grad
+    R_j(theta) = 2 (theta - theta*_j)`` (``inf`` when that gradient is zero), and
+    ``alpha_cross_max`` the largest cosine between ``grad R_j`` and ``grad R_l`` of two different
+    clusters present in ``labels`` (a zero gradient has cosine 0, as in
+    :func:`~mixlinreg.baselines.cosine_similarities`).
+
+    >>> G = np.array([[1.0, 0.1], [1.0, -0.2], [-1.0, 0.0]])
+    >>> ts = np.array([[-0.5, 0.0], [0.5, 0.0]])
+    >>> [round(v, 6) for v in gamma_stats(G, np.zeros(2), ts, [0, 0, 1])]
+    [0.2, -1.0]
+    """
+    labels = np.asarray(labels)
+    present = np.unique(labels)
+    pop = 2.0 * (np.asarray(theta)[None, :] - np.asarray(theta_star)[present])
+    norms = np.linalg.norm(pop, axis=1)
+    where = np.searchsorted(present, labels)
+    dev = np.linalg.norm(np.asarray(G) - pop[where], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gam = np.where(norms[where] > 0, dev / np.where(norms[where] > 0, norms[where], 1.0),
+                       np.inf)
+    C = cosine_similarities(pop)
+    off = C[~np.eye(present.size, dtype=bool)]
+    return float(gam.max()), (float(off.max()) if off.size else np.nan)
+
+
+def condition_ratios(gamma_max, alpha_cross, cut_value):
+    """``max gamma_i`` over the bound of three sufficient conditions (a ratio ``< 1``: the
+    condition holds), element-wise:
+
+    * ``A``: the extended version's ``sqrt((1 - alpha_cross_max)/2)``, ``alpha_cross_max`` from the
+      true risk gradients (the claim judged);
+    * ``B``: ``sqrt((1 - v)/2)`` with ``v`` rule (6)'s own value (the largest cross cosine of its
+      split): every client's gradient is within the angle ``arcsin gamma_i`` of its cluster's, so
+      two clients of one cluster have cosine ``>= 1 - 2 gamma_max^2``, and a split that cut a
+      cluster would have a cross cosine above ``v``: guaranteed;
+    * ``C``: ``sin(arccos(alpha_cross_max)/4)``: two clients of one cluster are within ``2
+      arcsin gamma_max`` of each other and two of different clusters at least ``arccos
+      alpha_cross_max - 2 arcsin gamma_max`` apart, so with ``gamma_max`` below it every split
+      that keeps the clusters whole beats every split that cuts one: guaranteed.
+
+    >>> [round(float(r), 6) for r in condition_ratios(0.5, -1.0, -0.5)]
+    [0.5, 0.57735, 0.707107]
+    """
+    g = np.asarray(gamma_max, dtype=float)
+    a = np.clip(np.asarray(alpha_cross, dtype=float), -1.0, 1.0)
+    v = np.clip(np.asarray(cut_value, dtype=float), -1.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g / np.sqrt((1.0 - a) / 2.0), g / np.sqrt((1.0 - v) / 2.0),
+                g / np.sin(np.arccos(a) / 4.0))
 
 
 def centers(geometry, k, d, R, rng):
@@ -158,15 +240,40 @@ def cfl_thresholds(sigma, d, n, separation, lr, eps1_ratio):
     return eps1_ratio * eps2, eps2
 
 
-def _split(grams, members):
+def split_by_norms(G):
+    """A broken variant of rule (6) (``split_rule = "norms"``, for tests of the verdict only):
+    the bipartition at the largest gap of the sorted gradient norms, blind to their directions.
+
+    >>> [s.tolist() for s in split_by_norms(np.array([[1.0, 0], [0, 1.1], [-3.0, 0], [0, -2.9]]))]
+    [[0, 1], [2, 3]]
+    """
+    norms = np.linalg.norm(G, axis=1)
+    order = np.argsort(norms, kind="stable")
+    cut = int(np.argmax(np.diff(norms[order]))) + 1
+    a, b = np.sort(order[:cut]), np.sort(order[cut:])
+    return (a, b) if 0 in a else (b, a)
+
+
+def _split(grams, members, full=False, rule="rule6"):
     """Rule (6) on the clients ``members`` at their own stationary point: ``(side_a, side_b,
-    value)`` (global indices; ``value`` the largest cross similarity of the cut)."""
-    S = cosine_similarities(grams.gradients(members, grams.stationary_point(members)))
-    a, b = split_by_similarity(S)
-    return members[a], members[b], float(S[np.ix_(a, b)].max())
+    value)`` (global indices; ``value`` the largest cross similarity of the cut), and with
+    ``full`` also the gradients and the point. ``rule = "norms"``: the broken variant
+    :func:`split_by_norms` instead."""
+    theta = grams.stationary_point(members)
+    G = grams.gradients(members, theta)
+    S = cosine_similarities(G)
+    a, b = split_by_similarity(S) if rule == "rule6" else split_by_norms(G)
+    out = (members[a], members[b], float(S[np.ix_(a, b)].max()))
+    return out + (G, theta) if full else out
 
 
-def recursive_split(grams, labels, first=None) -> bool:
+def _r10(x):
+    """``x`` to 10 significant digits (the per-trial table's floats: the analysis reads the values
+    the table holds, and the table stays small)."""
+    return float(f"{x:.10g}")
+
+
+def recursive_split(grams, labels, first=None, rule="rule6") -> bool:
     """Recursive rule (6) with the truth as the stopping rule: split every group that holds more
     than one true cluster at its own stationary point (``grams``: :class:`~mixlinreg.theory.cfl_linear.Grams` of the data);
     ``True`` if no split cuts a cluster. ``first`` is the top split when already computed,
@@ -181,7 +288,7 @@ def recursive_split(grams, labels, first=None) -> bool:
             a, b = first
             first = None
         else:
-            a, b, _ = _split(grams, g)
+            a, b, _ = _split(grams, g, rule=rule)
         if not cuts_no_cluster(labels, a, b):
             return False
         todo += [a, b]
@@ -189,18 +296,23 @@ def recursive_split(grams, labels, first=None) -> bool:
 
 
 def trial(geometry, k, n, sigma, p, rng, run_cfl):
-    """One data set: ``{"ok_split", "ok_tree", "cut_value", "ok_cfl", ...}``."""
+    """One data set: ``{"ok_split", "ok_tree", "cut_value", "gamma_max", "alpha_cross", "ok_cfl",
+    ...}`` (``gamma_max``, ``alpha_cross``: :func:`gamma_stats` at the stationary point, with the
+    data's true centres)."""
     theta_star = centers(geometry, k, p["d"], p["R"], rng)
     if p.get("shared_centre"):  # the control: one centre for every cluster (no structure)
         theta_star = np.repeat(theta_star[:1], k, axis=0)
     X, y, labels = cfl_linear.draw_clients(theta_star, [p["clients_per_cluster"]] * k, n, sigma,
                                            rng)
     grams = cfl_linear.Grams(X, y)
-    a, b, value = _split(grams, np.arange(labels.size))
+    rule = p.get("split_rule", "rule6")
+    a, b, value, G, theta = _split(grams, np.arange(labels.size), full=True, rule=rule)
     ok = cuts_no_cluster(labels, a, b)
-    row = {"ok_split": ok, "ok_tree": ok and recursive_split(grams, labels, (a, b)),
-           "cut_value": value, "ok_cfl": np.nan, "cfl_converged": np.nan, "cfl_rounds": np.nan,
-           "cfl_groups": np.nan}
+    gamma_max, alpha_cross = gamma_stats(G, theta, theta_star, labels)
+    row = {"ok_split": ok, "ok_tree": ok and recursive_split(grams, labels, (a, b), rule),
+           "cut_value": _r10(value), "gamma_max": _r10(gamma_max),
+           "alpha_cross": _r10(alpha_cross), "ok_cfl": np.nan, "cfl_converged": np.nan,
+           "cfl_rounds": np.nan, "cfl_groups": np.nan}
     if run_cfl:
         eps1, eps2 = cfl_thresholds(sigma, p["d"], n, min_separation(theta_star), p["lr"],
                                     p["eps1_ratio"])
@@ -302,7 +414,8 @@ def compute(spec, params, rng, shared):
             part="population")
     g, k, sigma, nd = spec["geometry"], spec["k"], spec["sigma"], spec["nd"]
     n = max(1, int(round(nd * p["d"])))
-    rows = [dict(trial=t, **trial(g, k, n, sigma, p, rng, t < p["cfl_trials"]))
+    cfl_here = not p.get("cfl_nd_levels") or nd in p["cfl_nd_levels"]
+    rows = [dict(trial=t, **trial(g, k, n, sigma, p, rng, cfl_here and t < p["cfl_trials"]))
             for t in range(p["trials"])]
     return pd.DataFrame(rows).assign(part="trial", geometry=g, k=k, sigma=sigma, nd=n / p["d"],
                                      n=n, rho=nominal_rho(k, sigma, n / p["d"], p["R"]))
@@ -334,17 +447,79 @@ def _bounds(cells, confidence):
                         hi=np.atleast_1d(hi))
 
 
-def decide(cells, params) -> Decision:
+KEYS = ["geometry", "k", "sigma", "nd"]
+
+
+def gamma_trials(table):
+    """The per-trial measurements of the gamma condition: ``geometry, k, sigma, nd, ok_split``
+    (bool), ``gamma_max, alpha_cross, cut_value`` of every trial (empty when the table has none).
+
+    They come from the rows with ``part == "gamma"`` when the table has some (a committed record:
+    :func:`analyze` stores them beside the population rows, in ``<ID>_<preset>_population.csv``,
+    the table that is read back whole with the per-cell counts), else from the trial rows (a run's
+    units' rows, or a table without ``part``)."""
+    cols = KEYS + ["ok_split", "gamma_max", "alpha_cross", "cut_value"]
+    if "part" in table:
+        t = table[table["part"] == "gamma"]
+        if not len(t):
+            t = table[table["part"] == "trial"]
+    else:
+        t = table
+    if not len(t) or "gamma_max" not in t:
+        return pd.DataFrame(columns=cols)
+    t = t[cols].reset_index(drop=True)
+    ok = t["ok_split"].map(lambda v: v is True or v == 1 or str(v) == "True")
+    return t.assign(ok_split=ok.astype(bool), k=t["k"].astype(np.int64))
+
+
+def gamma_cells(trials, margins):
+    """Per cell (``geometry, k, sigma, nd``): the trials, where condition (A) holds (ratio ``< 1 -
+    gamma_margin``), fails (``>= 1 + gamma_margin``) or is on the boundary (between: neither), the
+    successes of rule (6) in each, the counter-examples (A holds and the split cuts a cluster),
+    the same counts of the guaranteed conditions B and C (:func:`condition_ratios`), and whether
+    the cell is hard (A holds in some trials and fails in others, or the split success rate lies
+    strictly between ``hard_band`` and ``1 - hard_band``)."""
+    eps, band = margins["gamma_margin"], margins["hard_band"]
+    if not len(trials):
+        return pd.DataFrame(columns=KEYS + ["trials", "successes", "a_holds", "a_fails",
+                                            "a_boundary", "a_successes", "a_fail_successes",
+                                            "a_counter", "b_holds", "b_counter", "c_holds",
+                                            "c_counter", "hard", "rate", "a_share"])
+    ok = trials["ok_split"].astype(bool).to_numpy()
+    ra, rb, rc = condition_ratios(trials["gamma_max"], trials["alpha_cross"],
+                                  trials["cut_value"])
+    f = trials[KEYS].assign(
+        trials=1, successes=ok.astype(int), a_holds=(ra < 1 - eps).astype(int),
+        a_fails=(~(ra < 1 + eps)).astype(int))  # nan ratios (never) count as failing
+    f = f.assign(a_boundary=1 - f["a_holds"] - f["a_fails"],
+                 a_successes=(f["a_holds"] == 1) & ok, a_fail_successes=(f["a_fails"] == 1) & ok,
+                 a_counter=(f["a_holds"] == 1) & ~ok,
+                 b_holds=rb < 1 - eps, b_counter=(rb < 1 - eps) & ~ok,
+                 c_holds=rc < 1 - eps, c_counter=(rc < 1 - eps) & ~ok)
+    g = f.groupby(KEYS, sort=True).sum(numeric_only=True).reset_index()
+    for col in g.columns[len(KEYS):]:
+        g[col] = g[col].astype(np.int64)
+    rate = g["successes"] / g["trials"]
+    g["hard"] = (((g["a_holds"] > 0) & (g["a_fails"] > 0))
+                 | ((rate > band) & (rate < 1 - band)))
+    # the split success rate and (A)'s share of the trials: the lower bound (A) predicts for it
+    return g.assign(rate=rate, a_share=g["a_holds"] / g["trials"])
+
+
+def decide(cells, params, gamma=None) -> Decision:
     """CFLR6's verdict from the per-cell counts (``cells``: :func:`cell_counts`, columns
-    ``geometry, k, sigma, nd, rho, measure, successes, trials``) at the config's ``threshold``,
-    ``rho_covered`` and ``confidence``; pure.
+    ``geometry, k, sigma, nd, rho, measure, successes, trials``) and the per-trial gamma
+    measurements (``gamma``: :func:`gamma_trials`; ``None``: none) at the config's margins; pure.
 
     Covered cells are those with ``rho <= rho_covered``. Evidence: the covered cells of the
-    generic geometries, measures ``split`` and ``tree``. *Not supported* if an evidence cell's
-    Wilson upper bound is below ``threshold``; *inconclusive* if there is no evidence cell or one
-    whose lower bound is below it; else *holds*, made *holds with a caveat* when a covered cell of
-    the collinear geometry (``split``) or of end-to-end CFL (``cfl``, generic geometries) has its
-    upper bound below ``threshold``.
+    generic geometries, measures ``split`` and ``tree``, and condition (A) in every cell.
+    *Not supported* if an evidence cell's Wilson upper bound is below ``threshold``, or if some
+    trial where (A) holds has a split that cuts a cluster (a counter-example to a sufficient
+    condition); *inconclusive* if there is no evidence cell or one whose lower bound is below
+    ``threshold``, or if (A) holds in fewer than ``min_condition_trials`` trials of the hard
+    cells; else *holds*, made *holds with a caveat* when a covered cell of the collinear geometry
+    (``split``) or of end-to-end CFL (``cfl``, generic geometries) has its upper bound below
+    ``threshold``.
     """
     mg = params["margins"]
     thr, rho_cov = mg["threshold"], mg["rho_covered"]
@@ -355,22 +530,36 @@ def decide(cells, params) -> Decision:
     ends = covered[covered["geometry"].isin(GENERIC) & (covered["measure"] == "cfl")]
     n_fail, n_hold = int((ev["hi"] < thr).sum()), int((ev["lo"] >= thr).sum())
     deg_fail, cfl_fail = int((degenerate["hi"] < thr).sum()), int((ends["hi"] < thr).sum())
+    gc = gamma_cells(gamma if gamma is not None else gamma_trials(c.iloc[:0]), mg)
+    hard = gc[gc["hard"].astype(bool).to_numpy()]
+    counter, hard_a = int(gc["a_counter"].sum()), int(hard["a_holds"].sum())
     if not len(ev):
         verdict = INCONCLUSIVE
-    elif n_fail:
+    elif n_fail or counter:
         verdict = NOT_SUPPORTED
-    elif n_hold < len(ev):
+    elif n_hold < len(ev) or hard_a < mg["min_condition_trials"]:
         verdict = INCONCLUSIVE
     else:
         verdict = CAVEAT if deg_fail or cfl_fail else HOLDS
     worst = ev.loc[ev["lo"].idxmin()] if len(ev) else None
+    a_fails = int(gc["a_fails"].sum())
     return Decision(verdict, {
         "threshold": thr, "rho_covered": rho_cov, "confidence": mg["confidence"],
         "evidence cells": len(ev), "evidence cells holding": n_hold,
         "evidence cells failing": n_fail,
         "lowest evidence lower bound": np.nan if worst is None else float(worst["lo"]),
         "collinear covered cells": len(degenerate), "collinear cells failing": deg_fail,
-        "cfl covered cells": len(ends), "cfl cells failing": cfl_fail})
+        "cfl covered cells": len(ends), "cfl cells failing": cfl_fail,
+        "gamma_margin": mg["gamma_margin"], "hard_band": mg["hard_band"],
+        "min_condition_trials": mg["min_condition_trials"],
+        "gamma trials": int(gc["trials"].sum()), "A holds": int(gc["a_holds"].sum()),
+        "A successes": int(gc["a_successes"].sum()), "A counter-examples": counter,
+        "A fails": a_fails, "A fails, successes": int(gc["a_fail_successes"].sum()),
+        "A boundary": int(gc["a_boundary"].sum()),
+        "cells": len(gc), "hard cells": len(hard), "A holds in hard cells": hard_a,
+        "A successes in hard cells": int(hard["a_successes"].sum()),
+        "B holds": int(gc["b_holds"].sum()), "B counter-examples": int(gc["b_counter"].sum()),
+        "C holds": int(gc["c_holds"].sum()), "C counter-examples": int(gc["c_counter"].sum())})
 
 
 def holds_from(cells, thr, measures=("split", "tree"), geometries=GENERIC):
@@ -517,22 +706,69 @@ def _caveats(p, mg):
                        clients=p["clients_per_cluster"])
 
 
-def sensitivity(cells, params):
+def sensitivity(cells, params, gamma=None):
     """The verdict of :func:`decide` at the neighbouring thresholds."""
-    return sensitivity_lines(WORDS, params, lambda q, key: decide(cells, q).verdict)
+    return sensitivity_lines(WORDS, params, lambda q, key: decide(cells, q, gamma).verdict)
+
+
+def _gamma_numbers(gc, R):
+    """Per (geometry, k, sigma): condition (A)'s counts, joined to :func:`_numbers`' rows."""
+    rows = []
+    for (geometry, k, sigma), g in gc.groupby(["geometry", "k", "sigma"], sort=False):
+        a, fails = int(g["a_holds"].sum()), int(g["a_fails"].sum())
+        rows.append({"geometry": geometry, "k": int(k), "sigma/R": sigma / R,
+                     "hard cells": int(g["hard"].sum()),
+                     "(A) holds": f"{a}/{int(g['trials'].sum())}",
+                     "split ok given (A)": f"{int(g['a_successes'].sum())}/{a}",
+                     "split ok, (A) fails": f"{int(g['a_fail_successes'].sum())}/{fails}"})
+    return pd.DataFrame(rows)
+
+
+def _gamma_text(gc, d, mg):
+    """The summary's sentence on condition (A) and the checks B and C."""
+    n = d.numbers
+    a, fails = n["A holds"], n["A fails"]
+    trials = n["gamma trials"]
+    return WORDS.text(
+        "summary.gamma", trials=trials, a_holds=a, a_pct=100 * a / trials if trials else np.nan,
+        a_successes=n["A successes"], counter=n["A counter-examples"], a_fails=fails,
+        fail_successes=n["A fails, successes"],
+        fail_pct=100 * n["A fails, successes"] / fails if fails else np.nan,
+        boundary=n["A boundary"], margin=mg["gamma_margin"], hard=n["hard cells"],
+        cells=n["cells"], band=mg["hard_band"], hard_a=n["A holds in hard cells"],
+        hard_a_successes=n["A successes in hard cells"], min_trials=mg["min_condition_trials"],
+        b_holds=n["B holds"], b_counter=n["B counter-examples"], c_holds=n["C holds"],
+        c_counter=n["C counter-examples"])
+
+
+def hard_rule(mg):
+    """``Verdict.cells``' rule: what makes a cell hard."""
+    return WORDS.text("hard rule", band=mg["hard_band"], upper=1 - mg["hard_band"],
+                      margin=mg["gamma_margin"])
 
 
 def analyze(table, params, rng):
     p, mg = params["params"], params["margins"]
     counts = cell_counts(table)
-    d = decide(counts, params)
+    gamma = gamma_trials(table)
+    d = decide(counts, params, gamma)
     c = _bounds(counts, mg["confidence"])
+    gc = gamma_cells(gamma, mg)
     pop = table[table["part"] == "population"].dropna(axis=1, how="all").reset_index(drop=True)
     numbers = _numbers(c, mg["threshold"], mg["rho_covered"], p["R"])
-    return Verdict(d.verdict, numbers, _summary(c, pop, d, p, mg), caveats=_caveats(p, mg),
-                   sensitivity=sensitivity(counts, params),
+    if len(gc):
+        numbers = numbers.merge(_gamma_numbers(gc, p["R"]), on=["geometry", "k", "sigma/R"],
+                                how="left")
+    summary = _summary(c, pop, d, p, mg) + " " + _gamma_text(gc, d, mg)
+    # the per-cell counts replace the units' rows (as in version 1); the per-trial gamma rows go
+    # with the population rows, which a committed record's analysis reads back whole
+    pop_and_gamma = pd.concat([pop, gamma.assign(part="gamma")], ignore_index=True)
+    return Verdict(d.verdict, numbers, summary, caveats=_caveats(p, mg),
+                   sensitivity=sensitivity(counts, params, gamma),
                    scope=scope_line(c, mg["threshold"], p["R"]),
-                   tables={".csv": c, "_population.csv": pop})
+                   tables={".csv": c, "_gamma.csv": gc, "_population.csv": pop_and_gamma},
+                   cells={"hard": int(d.numbers["hard cells"]), "total": int(d.numbers["cells"]),
+                          "rule": hard_rule(mg)})
 
 
 # ------------------------------------------------------------------------------ figure
@@ -545,6 +781,7 @@ def figure(table, verdict, params):
 
     p, mg = params["params"], params["margins"]
     c = verdict.tables[".csv"]
+    gc = verdict.tables["_gamma.csv"]
     ks = sorted(c["k"].unique())
     sigmas = sorted(c["sigma"].unique())
     cmap = mpl.colormaps["viridis"]
@@ -569,6 +806,12 @@ def figure(table, verdict, params):
                     cov = g[g["rho"] <= mg["rho_covered"]]
                     ax.plot(cov["nd"], cov["rate"], "o", color=color[s], ms=7, mfc="none",
                             alpha=alpha)
+            if r == 0 and len(gc):  # condition (A)'s share: the lower bound it predicts
+                for s in sigmas:
+                    g = gc[(gc["geometry"] == "simplex") & (gc["k"] == k)
+                           & (gc["sigma"] == s)].sort_values("nd")
+                    ax.plot(g["nd"], g["a_holds"] / g["trials"], color=color[s], lw=2.2,
+                            alpha=0.35, ls="-")
             ax.axhline(mg["threshold"], color="0.4", lw=0.8, ls="--")
             ax.set_xscale("log", base=2)
             ax.set_ylim(-0.03, 1.03)
@@ -584,6 +827,8 @@ def figure(table, verdict, params):
                 (("-", "simplex centres"), ("--", "random centres (top)"),
                  (":", "collinear, centre at theta* (top, k = 3)"),
                  ("-.", "end-to-end CFL (bottom)"))]
+    handles.append(Line2D([], [], color="0.3", lw=2.2, alpha=0.35,
+                          label="simplex: share of trials where condition (A) holds (top)"))
     handles.append(Line2D([], [], color="0.3", marker="o", ms=7, mfc="none", ls="",
                           label=f"covered: rho <= {mg['rho_covered']:g}"))
     fig.legend(handles=handles, fontsize=8, loc="lower center", ncol=5)
