@@ -270,7 +270,9 @@ def analyze(table, params, rng):
     sens = sensitivity_lines(WORDS, params, lambda q, key: decide(fits, q).verdict)
     return Verdict(decision.verdict, _numbers(fits, p, decision), _summary(fits, p, decision),
                    caveats=_caveats(table, fits, p), sensitivity=sens,
-                   tables={"_fits.csv": _fits_table(fits)})
+                   tables={"_fits.csv": _fits_table(fits)},
+                   cells={"hard": len(fits), "total": len(fits) * (1 + len(p["n_fixed"])),
+                          "rule": WORDS.text("cells rule")})
 
 
 def _numbers(fits, p, decision):
