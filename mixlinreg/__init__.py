@@ -8,6 +8,11 @@ True
 """
 
 try:
+    # before numba is imported: a NUMBA_NUM_THREADS it cannot start with is one clear line
+    from ._env import check_numba_threads_env as _check_threads
+
+    _check_threads()
+    del _check_threads
     # before any kernel module: numba must cache the kernels in a folder this user can write
     from ._cache import setup as _setup_numba_cache
 
