@@ -1,4 +1,5 @@
-"""Li et al.'s Synthetic(alpha, beta) federated data (FedProx), with devices in clusters.
+"""Li et al.'s Synthetic(alpha, beta) federated data (FedProx), with devices in clusters, and the
+FPFC authors' synthetic data.
 
 The generator of Li, Sahu, Zaheer, Sanjabi, Talwalkar and Smith, "Federated Optimization in
 Heterogeneous Networks" (MLSys 2020, arXiv 1812.06127), Section 5.1: on device ``k`` the label of
@@ -24,6 +25,10 @@ are formed. :func:`make_fedprox_synthetic` offers two documented choices:
   1's ``W``, ``b``: one labelling rule for all devices, data without the cluster structure (the
   labels ``l`` are kept).
 
+:func:`make_fpfc_synthetic` draws the different data of the FPFC authors' public code
+(features ``U[0, 1)^60`` shared by all devices, logit noise, five times the sizes, a random
+80% / 20% split; see its docstring for the source and the differences).
+
 Devices have unequal sizes: arrays are padded to the largest device (``X`` (m, n_max, d + 1)
 with a bias column of ones last, ``y`` (m, n_max) class labels, the padding zero) and
 ``n_samples`` (m,) says how many rows each device uses, the layout of
@@ -38,7 +43,8 @@ import numpy as np
 
 from ._validation import as_generator, check_array, check_choice, check_float, check_int
 
-__all__ = ["FedSynthetic", "make_fedprox_synthetic", "device_accuracy", "CLUSTER_CHOICES"]
+__all__ = ["FedSynthetic", "make_fedprox_synthetic", "make_fpfc_synthetic", "device_accuracy",
+           "CLUSTER_CHOICES"]
 
 #: how the L clusters are formed (see the module docstring)
 CLUSTER_CHOICES = ("model", "shared", "one")
@@ -46,7 +52,7 @@ CLUSTER_CHOICES = ("model", "shared", "one")
 
 @dataclass(frozen=True, eq=False)
 class FedSynthetic:
-    """One draw of :func:`make_fedprox_synthetic`.
+    """One draw of :func:`make_fedprox_synthetic` or :func:`make_fpfc_synthetic`.
 
     Attributes
     ----------
@@ -108,10 +114,11 @@ def _checked(m, L, alpha, beta, d, n_classes, clusters, test_fraction, sizes):
                                                             size_cap)
 
 
-def _fits(m, d, largest, total, what, lower):
+def _fits(m, d, largest, total, what, lower, who="make_fedprox_synthetic"):
     """Refuse (``UnitMemoryError``, naming the parameters) a draw whose arrays cannot fit: the
     padded train and test arrays (``m x largest x (d + 1)`` float64, with their labels) and one
-    device's draw, against the memory available here."""
+    device's draw, against the memory available here (``who``: the generator the message
+    names)."""
     from ._memory import UnitMemoryError, available_bytes, format_bytes
 
     need = 8.0 * m * float(largest) * (d + 2) + 8.0 * m * d + 8.0 * float(total) / max(m, 1) * (d + 1)
@@ -119,7 +126,7 @@ def _fits(m, d, largest, total, what, lower):
     if not np.isfinite(need) or need > 2.0**62 or (room is not None and need > room):
         have = "" if room is None else f", and {format_bytes(room)} are available"
         raise UnitMemoryError(
-            f"make_fedprox_synthetic: {what} need about "
+            f"{who}: {what} need about "
             f"{format_bytes(need) if np.isfinite(need) and need < 2.0**80 else 'more memory than any machine has'} "
             f"for m = {m} devices with d = {d} features{have}: lower {lower}")
 
@@ -233,6 +240,185 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
         Xte[k, :sizes[k] - t], yte[k, :sizes[k] - t] = x[t:], y[t:]
     return FedSynthetic(X=Xtr, y=ytr, n_samples=n_train, X_test=Xte, y_test=yte, n_test=n_test,
                         labels=labels, theta_star=theta_star, means=means)
+
+
+def _checked_fpfc(m, L, alpha, d, n_classes, logit_noise, test_fraction, sizes):
+    """The arguments of :func:`make_fpfc_synthetic`, each refused with a ``ValueError`` naming
+    it when nonsensical."""
+    m = check_int("m", m, low=1)
+    L = check_int("L", L, low=1)
+    if L > m:
+        raise ValueError(f"L must be in [1, m] = [1, {m}] (every cluster needs a device), "
+                         f"got L={L}")
+    alpha = check_float("alpha", alpha, low=0.0)
+    d = check_int("d", d, low=1)
+    n_classes = check_int("n_classes", n_classes, low=2)
+    logit_noise = check_float("logit_noise", logit_noise, low=0.0)
+    test_fraction = check_float("test_fraction", test_fraction, low=0.0, high=1.0,
+                                low_open=True, high_open=True)
+    size_mean, size_sd, size_min, size_factor, size_cap = sizes
+    size_mean = check_float("size_mean", size_mean)
+    size_sd = check_float("size_sd", size_sd, low=0.0)
+    size_min = check_int("size_min", size_min, low=1)
+    size_factor = check_int("size_factor", size_factor, low=1)
+    if size_min * size_factor < 2:
+        raise ValueError(f"size_min * size_factor must be at least 2 (a device needs a train and "
+                         f"a test row), got size_min={size_min}, size_factor={size_factor}")
+    if size_cap is not None:
+        size_cap = check_int("size_cap", size_cap, low=2)
+        if size_cap < size_min * size_factor:
+            raise ValueError(f"size_cap must be at least size_min * size_factor = "
+                             f"{size_min * size_factor} (or None), got size_cap={size_cap}")
+    return (m, L, alpha, d, n_classes, logit_noise, test_fraction,
+            (size_mean, size_sd, size_min, size_factor, size_cap))
+
+
+def make_fpfc_synthetic(m=100, L=4, *, alpha=1.0, d=60, n_classes=10, logit_noise=0.5,
+                        test_fraction=0.2, size_mean=4.0, size_sd=2.0, size_min=50, size_factor=5,
+                        size_cap=None, rng=None) -> FedSynthetic:
+    r"""The synthetic data of the FPFC authors' public code: ``m`` devices in ``L`` clusters.
+
+    The FPFC paper (Yu, Liu, Sun, Wang, AAAI 2023, "Implementation") says its synthetic data
+    "follow the settings in (Li et al. 2020)"; the authors' public code (github
+    xueyu-ubc/FPFC, folder ``Synthetic/``, HEAD c8ff103) draws different data, and this
+    function draws those (facts read there and recorded, with file:line, in the project's
+    ``shared/spec/authors-protocols.md``; no code was copied):
+
+    * features ``x ~ U[0, 1)^d`` on every device, one distribution for all
+      (``data/generate_synthetic_dataset.py:39-40``);
+    * per cluster ``p``: ``mu_p ~ N(0, 1)``, ``W_p`` (C x d) and ``b_p`` (C) entrywise
+      ``N(mu_p, 1)`` (gen:50-51);
+    * ``y = argmax(W_p x + b_p + e)``, ``e ~ N(0, 0.5^2)`` on the logits (gen:60, 63-64);
+    * 100 devices, device ``i`` in cluster ``i // 25`` (gen:35; ``main.py:70-71``);
+    * ``(int(lognormal(4, 2)) + 50) * 5`` samples per device, no cap, and a random 80% / 20%
+      train / test split of each device (gen:31, 70).
+
+    How this differs from :func:`make_fedprox_synthetic` (Li et al.'s Synthetic(alpha, beta),
+    which keeps its name): there every device draws its features from its own
+    ``N(v_k, Sigma)``, ``Sigma_jj = j^-1.2`` (here all devices share ``U[0, 1)^d``, so the
+    clusters differ only in their labelling rules); the labels there are the noiseless argmax
+    (here logit noise makes no rule perfect: the true models' accuracy is below 1); sizes
+    there are ``int(lognormal(4, 2)) + 50`` split 90% / 10% by position (here five times that,
+    split 80% / 20% at random); clusters there are a random permutation of ``arange(m) % L``
+    (here contiguous blocks).
+
+    Draw order, all from the one generator ``as_generator(rng)``:
+
+    1. the clusters (no draw): ``labels[i] = (i * L) // m``, i.e. ``i // (m / L)`` when ``L``
+       divides ``m`` (the authors' ``i // 25``);
+    2. per cluster ``l``: ``mu_l ~ N(0, alpha^2)``, then ``W_l`` (C x d), then ``b_l`` (C),
+       entrywise ``N(mu_l, 1)``;
+    3. the sizes: ``n_k = min((int(exp(N(size_mean, size_sd^2))) + size_min) * size_factor,
+       size_cap)`` (``size_cap=None``: no cap); the arrays these sizes need are sized here,
+       before any feature is drawn, and a draw that cannot fit in the memory available is
+       refused with a ``UnitMemoryError`` naming the parameters to lower;
+    4. per device ``k``: ``x`` (n_k x d) uniform on ``[0, 1)``, the noise ``e`` (n_k x C)
+       ``N(0, logit_noise^2)`` independent per sample and class, ``y = argmax_c (W_l x + b_l +
+       e)_c``; then a permutation of the ``n_k`` rows: its first ``n_test = round(test_fraction
+       n_k)`` (at least 1, at most ``n_k - 1``) rows test, the rest train (the split is exactly
+       80% / 20% when ``n_k`` is a multiple of 5, as every uncapped size is by default).
+
+    The lognormal(4, 2) tail is heavy: its median is ``e^4 = 55`` but its 99th percentile about
+    ``5800``, so at the default ``m = 100`` the largest device has from about ``10^4`` to
+    several ``10^5`` samples and the padded arrays, which grow with the largest device, are
+    large: ``rng=0, ..., 4`` give a training ``X`` of 0.5, 1.2, 12.7, 0.8 and 0.3 GB (the
+    largest device's 10316, 24828, 261116, 15592 and 6208 training rows) for 1.2e5 to 5.0e5
+    samples in all. ``size_cap`` bounds them
+    (it is not the authors').
+
+    Parameters
+    ----------
+    m : int, default 100
+        Devices, ``>= L``.
+    L : int, default 4
+        Clusters, ``>= 1``.
+    alpha : float, default 1.0
+        Standard deviation of the clusters' means ``mu_l`` (``>= 0``; the authors' 1, the role
+        of FedProx's ``alpha``).
+    d : int, default 60
+        Features (a bias column of ones is appended: rows have ``d + 1`` entries).
+    n_classes : int, default 10
+        Classes ``C >= 2``.
+    logit_noise : float, default 0.5
+        Standard deviation of the noise added to every logit before the argmax (``>= 0``; 0
+        gives noiseless labels).
+    test_fraction : float in (0, 1), default 0.2
+        Share of each device's samples held out for testing, drawn at random.
+    size_mean, size_sd : float, default 4.0 and 2.0
+        Mean and standard deviation of ``log`` of the lognormal part of the sizes
+        (``size_sd >= 0``).
+    size_min : int, default 50
+        Added to the lognormal part, ``>= 1``.
+    size_factor : int, default 5
+        The sum is multiplied by it, ``>= 1`` (``size_min * size_factor >= 2``).
+    size_cap : int or None, default None
+        Largest number of samples of a device (before the split), ``>= size_min * size_factor``;
+        ``None`` (the authors'): no cap.
+    rng : None, int, SeedSequence or numpy.random.Generator
+
+    Returns
+    -------
+    FedSynthetic
+        As :func:`make_fedprox_synthetic` returns: padded ``X`` (bias last), ``y``,
+        ``n_samples`` and their test splits, ``labels`` the true clusters, ``theta_star``
+        (L, d + 1, C) the clusters' rules ``W_l^T`` over ``b_l`` (the noiseless labels are
+        ``argmax(x @ theta_star[l])``), and ``means`` (m, d) the features' mean, 0.5 for every
+        device and feature.
+
+    Examples
+    --------
+    >>> data = make_fpfc_synthetic(m=8, L=2, size_cap=400, rng=0)
+    >>> data.X.shape[0], data.X.shape[2], data.theta_star.shape, data.labels.tolist()
+    (8, 61, (2, 61, 10), [0, 0, 0, 0, 1, 1, 1, 1])
+    >>> bool(np.all((data.n_samples + data.n_test) % 5 == 0))
+    True
+    """
+    m, L, alpha, d, C, logit_noise, test_fraction, sizes = _checked_fpfc(
+        m, L, alpha, d, n_classes, logit_noise, test_fraction,
+        (size_mean, size_sd, size_min, size_factor, size_cap))
+    size_mean, size_sd, size_min, size_factor, size_cap = sizes
+    who = "make_fpfc_synthetic"
+    smallest = size_min * size_factor
+    _fits(m, d, smallest, smallest * m, "the smallest sizes (size_min * size_factor each)",
+          "m, d, size_min or size_factor", who)
+    gen = as_generator(rng)
+    labels = (np.arange(m) * L) // m
+    W = np.empty((L, C, d))
+    b = np.empty((L, C))
+    for l in range(L):
+        mu = gen.normal(0.0, alpha)
+        W[l] = gen.normal(mu, 1.0, size=(C, d))
+        b[l] = gen.normal(mu, 1.0, size=C)
+    log_sizes = gen.normal(size_mean, size_sd, size=m)
+    lognormal = np.exp(np.minimum(log_sizes, 700.0))  # inf-free; 700 is far past any memory
+    want = (lognormal + size_min) * size_factor
+    if size_cap is not None:
+        want = np.minimum(want, float(size_cap))
+    _fits(m, d, float(want.max()), float(want.sum()),
+          f"the sizes drawn (the largest device has {float(want.max()):.3g} samples)",
+          "size_mean, size_sd, size_factor or m, or set size_cap", who)
+    sizes = (lognormal.astype(np.int64) + size_min) * size_factor
+    if size_cap is not None:
+        sizes = np.minimum(sizes, size_cap)
+    n_test = np.clip(np.round(test_fraction * sizes).astype(np.int64), 1, sizes - 1)
+    n_train = sizes - n_test
+    theta_star = np.concatenate([W.transpose(0, 2, 1), b[:, None, :]], axis=1)  # (L, d + 1, C)
+    Xtr = np.zeros((m, int(n_train.max()), d + 1))
+    ytr = np.zeros((m, int(n_train.max())))
+    Xte = np.zeros((m, int(n_test.max()), d + 1))
+    yte = np.zeros((m, int(n_test.max())))
+    for k in range(m):
+        n_k = int(sizes[k])
+        x = np.concatenate([gen.random((n_k, d)), np.ones((n_k, 1))], axis=1)
+        noise = gen.normal(0.0, logit_noise, size=(n_k, C))
+        y = np.argmax(x @ theta_star[labels[k]] + noise, axis=1)
+        order = gen.permutation(n_k)
+        test, train = order[:n_test[k]], order[n_test[k]:]
+        Xtr[k, :train.size], ytr[k, :train.size] = x[train], y[train]
+        Xte[k, :test.size], yte[k, :test.size] = x[test], y[test]
+    return FedSynthetic(X=Xtr, y=ytr, n_samples=n_train, X_test=Xte, y_test=yte, n_test=n_test,
+                        labels=labels.astype(np.int64), theta_star=theta_star,
+                        means=np.full((m, d), 0.5))
 
 
 def device_accuracy(models, X, y, n_rows):
