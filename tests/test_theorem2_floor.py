@@ -304,18 +304,237 @@ def test_smoke_record_and_its_tables_reproduce_the_analysis(tmp_path):
     # every sensitivity line is decide() at the neighbouring value
     cellrows, boot = t2f.measure(table, params, rng)
     checks = t2f.slopes(cellrows, boot, params)
+    mis = t2f.mis_slopes(cellrows, boot, params)
     mg = params["margins"]
+    assert v.cells == t2f.hard_cells(cellrows, params) and v.cells["total"] == len(
+        cellrows.groupby(["loss", "cell"]))
+    assert rec["cells"] == v.cells
+    mis_csv = pd.read_csv(tmp_path / "T2F_smoke_mis.csv")
+    assert list(mis_csv["verdict"]) == list(v.tables["_mis.csv"]["verdict"])
+    assert len(mis_csv) == 2 * 2  # Delta and k, clusters 0 and 1, one loss
     for what, key, at in (
             ("slope margin", "slope_margin",
-             lambda x: t2f.decide(checks, t2f._at(params, "slope_margin", x)).verdict),
+             lambda x: t2f.decide(checks, t2f._at(params, "slope_margin", x), mis).verdict),
             ("bootstrap confidence", "confidence",
-             lambda x: t2f.decide(t2f.slopes(cellrows, boot, params, confidence=x),
-                                  params).verdict),
+             lambda x: t2f.decide(t2f.slopes(cellrows, boot, params, confidence=x), params,
+                                  t2f.mis_slopes(cellrows, boot, params, confidence=x)).verdict),
             ("largest delta of the delta fit", "delta_fit_max",
              lambda x: t2f.decide(t2f.slopes(cellrows, boot, params, delta_fit_max=x),
-                                  params).verdict)):
+                                  params, mis).verdict),
+            ("smallest misassignment share of a judged cell", "share_min",
+             lambda x: t2f.decide(checks, params,
+                                  t2f.mis_slopes(cellrows, boot, params, share_min=x)).verdict)):
         line = _line(v.sensitivity, what)
         for x in sorted(set(mg[key + "_neighbours"]) | {mg[key]}):
             assert f"{x:g} -> {at(x)}" in line
     again = run_study("T2F", preset="smoke", out=tmp_path, store=tmp_path / "store")
     assert again.units_computed == 0 and again.verdict == r.verdict
+
+
+# ------------------------------------------------------------------------------ version 2
+
+def test_the_delta_and_k_sweeps_run_at_n_prime_hard():
+    p = _params("paper")["params"]
+    assert p["n_prime_hard"] == 10 and p["n_prime"] == 50
+    cs, sweeps = t2f.cells(p)
+    assert {cs[n]["n_prime"] for v in ("Delta", "k") for n in sweeps[v]} == {10}
+    assert {cs[n]["n_prime"] for v in ("p", "delta", "m") for n in sweeps[v]} == {50}
+    # the default (0, or absent) is the base n', as in version 1
+    for q in (dict(p, n_prime_hard=0), {k: v for k, v in p.items() if k != "n_prime_hard"}):
+        cs0, sw0 = t2f.cells(q)
+        assert {cs0[n]["n_prime"] for v in ("Delta", "k") for n in sw0[v]} == {50}
+
+
+def test_flip_defaults_leave_ifca_as_it_is():
+    for preset in ("smoke", "quick", "paper"):
+        p = _params(preset)["params"]
+        assert all(t2f.flip_prob(p, r) == 0.0 for r in p["R_mults"])
+    q = {"flip_ref": 0.02, "flip_power": 3.0, "flip_cap": 0.1}
+    assert t2f.flip_prob(q, 1.0) == pytest.approx(0.02)
+    assert t2f.flip_prob(q, 0.5) == pytest.approx(0.1)  # capped
+    assert t2f.flip_prob(q, 2.0) == pytest.approx(0.02 / 8)
+
+
+def _flip_problem(loss, k=3, T=6, npr=8, seed=3):
+    from mixlinreg.theory.convex import LOSS_SETUPS, draw_cluster_data, init_at_distance, \
+        theta_star_of
+
+    s = LOSS_SETUPS[loss]
+    ts = theta_star_of(s["R"], k=k)
+    g = np.random.default_rng(seed)
+    X, y, lab = draw_cluster_data(loss, ts, [4] * k, 2 * npr * T, g, sigma=s["sigma"],
+                                  df=s["df"])
+    init = init_at_distance(0.9 * ts, 0.6, 3, g)
+    return X, y, lab, init, ts, dict(loss=loss, l2=s["l2"], huber_delta=s["huber_delta"])
+
+
+@pytest.mark.parametrize("loss", ["huber", "logistic"])
+def test_ifca_flip_without_flips_is_ifca(loss):
+    from mixlinreg.ifca import ifca
+
+    X, y, lab, init, ts, kw = _flip_problem(loss)
+    res = ifca(X, y, init, 0.7, n_iter=6, theta_star=ts, resample=True, trace=True,
+               n_threads=1, **kw)
+    dist, labels = t2f.ifca_flip(X, y, init, 0.7, 6, theta_star=ts, q=0.0, rng=None, **kw)
+    np.testing.assert_allclose(dist, res.trace.dist, rtol=0, atol=1e-12)
+    assert (labels == res.trace.labels).all()
+    assert (labels[:6] != lab).any()  # the problem has misassignments: the argmin is compared
+
+
+def test_ifca_flip_moves_each_estimate_to_another_cluster_at_the_rate():
+    X, y, lab, init, ts, kw = _flip_problem("huber", T=40, npr=4)
+    q = 0.3
+    d0, l0 = t2f.ifca_flip(X, y, init, 0.0, 40, theta_star=ts, q=0.0, rng=None, **kw)
+    d1, l1 = t2f.ifca_flip(X, y, init, 0.0, 40, theta_star=ts, q=q,
+                           rng=np.random.default_rng(0), **kw)
+    # lr = 0: the models never move, so the argmin is the same and only the flips differ
+    np.testing.assert_array_equal(d0, d1)
+    changed = l1[:40] != l0[:40]
+    assert abs(changed.mean() - q) < 4 * np.sqrt(q * (1 - q) / changed.size)
+    assert (l1[40] == l0[40]).all()  # the final evaluation is never flipped
+    assert set(np.unique(l1)) <= {0, 1, 2}
+
+
+def test_a_unit_runs_the_oracle_on_the_same_blocks():
+    from mixlinreg.ifca import ifca
+    from mixlinreg.theory.convex import LOSS_SETUPS, draw_cluster_data, init_at_distance, \
+        theta_star_of
+
+    params = _params(burn=0, T=4, seeds=2, runs=2, start_frac=0.25)
+    cons = pd.DataFrame([{"lam": 0.6, "L": 0.9, "eta2": 0.4, "v2": 2.6, "delta": 1.24,
+                          "radius": 0.4, "alpha_eff": 0.1, "center_norm": 0.88}])
+    spec = {"loss": "huber", "cell": "c", "p": 0.5, "R_mult": 0.5, "k": 2, "n_prime": 3,
+            "m": 8}
+    out = t2f.compute(spec, params, np.random.default_rng(1), lambda name, fn: cons)
+    steps = out[out["part"] == "step"]
+    # the same draws as compute's: seed 0's data, its start and the oracle of cluster j
+    s = LOSS_SETUPS["huber"]
+    gen = np.random.default_rng(1).spawn(2)[0]
+    X, y, labels = draw_cluster_data("huber", theta_star_of(0.5 * s["R"]), [4, 4], 2 * 3 * 4,
+                                     gen, sigma=s["sigma"], df=s["df"])
+    centers = 0.88 * np.eye(2, 5)
+    init = init_at_distance(centers, 0.25 * 0.4, 2, gen)
+    kw = dict(loss="huber", l2=s["l2"], huber_delta=s["huber_delta"], resample=True,
+              trace=True, n_threads=1)
+    res = ifca(X, y, init, 1 / 0.9, n_iter=4, theta_star=centers, **kw)
+    assert (res.trace.labels[:4] != labels).any()  # seed 0 has a misassignment: oracle run
+    for j in (0, 1):
+        sel = labels == j
+        ro = ifca(X[sel], y[sel], init[:, j:j + 1], 0.5 / 0.9, n_iter=4,
+                  theta_star=centers[j:j + 1], **kw)
+        got = steps[(steps["seed"] == 0) & (steps["cluster"] == j)].sort_values(["t", "run"])
+        np.testing.assert_allclose(got["err_o"], ro.trace.dist[:, :, 0, 0].ravel(), rtol=1e-5)
+        np.testing.assert_allclose(got["err"], res.trace.dist[:, :, j, j].ravel(), rtol=1e-5)
+    mis_any = (res.trace.labels != labels).any(axis=2).ravel()
+    got = steps[(steps["seed"] == 0) & (steps["cluster"] == 0)].sort_values(["t", "run"])
+    assert list(got["mis_any"]) == list(mis_any)
+
+
+def test_oracle_equals_ifca_when_no_machine_is_misassigned():
+    # far apart clusters and many rows: no misassignment, the oracle's errors are IFCA's
+    params = _params(burn=0, T=4, seeds=2, runs=2, start_frac=0.1)
+    cons = pd.DataFrame([{"lam": 0.6, "L": 0.9, "eta2": 0.4, "v2": 2.6, "delta": 1.24,
+                          "radius": 0.4, "alpha_eff": 0.1, "center_norm": 0.88}])
+    spec = {"loss": "huber", "cell": "c", "p": 0.5, "R_mult": 1.0, "k": 2, "n_prime": 400,
+            "m": 8}
+    out = t2f.compute(spec, params, np.random.default_rng(2), lambda name, fn: cons)
+    steps = out[out["part"] == "step"]
+    assert not steps["mis_any"].any()
+    np.testing.assert_array_equal(steps["err_o"], steps["err"])
+    assert (out.loc[out["part"] == "cell", "oracle_seeds"] == 0).all()
+
+
+def _mis_cells(params, shares, exps, noise=0.0, seed=0):
+    """Made-up cells (:func:`_made_up_cells`) with an oracle: the misassignment excess
+    ``eps0 - eps0_oracle = c x^a`` along Delta (x = Delta) and k (x = k) and the share per cell
+    (``shares[var]``, in level order; the other sweeps' shares 0)."""
+    p = params["params"]
+    rows, boot = _made_up_cells(params, {v: 0.0 for v in t2f.VARIABLES}, noise=0.0, seed=seed)
+    _, sweeps = t2f.cells(p)
+    rng = np.random.default_rng(seed + 1)
+    db = p["delta_base"]
+    ib = list(p["deltas"]).index(db)
+    rows["share"], rows["mis_excess"] = 0.0, 0.0
+    # the two sweeps share their base cell (R_mult 1, k 2): the excess is one power law of both
+    for var in ("Delta", "k"):
+        for n, sh in zip(sweeps[var], shares[var]):
+            for j in (0, 1):
+                i = rows.index[(rows["cell"] == n) & (rows["cluster"] == j)][0]
+                exc = 0.01 * rows.at[i, "delta"] ** exps["Delta"] * rows.at[i, "k"] ** exps["k"]
+                e0 = exc / sh if sh > 0 else exc
+                rows.at[i, f"eps0_{db:g}"] = e0
+                rows.at[i, "share"] = sh
+                rows.at[i, "mis_excess"] = exc
+                b = np.full((200, len(p["deltas"])), e0) * np.exp(
+                    noise * rng.standard_normal((200, 1)))
+                bo = b.copy()
+                bo[:, ib] = b[:, ib] - exc * np.exp(noise * rng.standard_normal(200))
+                boot[("huber", n, j)], boot[("huber", n, j, "oracle")] = b, bo
+    return rows, boot
+
+
+def test_mis_slopes_judge_only_the_hard_cells_against_the_b_and_c_terms():
+    params = _params("paper")
+    _, sweeps = t2f.cells(params["params"])
+    shares = {"Delta": [0.9, 0.8, 0.6, 0.3], "k": [0.6, 0.7, 0.8]}
+    # the made-up B grows like Delta^{-1.4/1.1} (:func:`_made_up_cells`): a growth 1 holds
+    rows, boot = _mis_cells(params, shares, {"Delta": -1.0, "k": 1.0}, noise=0.01)
+    ms = t2f.mis_slopes(rows, boot, params).set_index(["cluster", "variable"])
+    r = ms.loc[(0, "Delta")]
+    # R_mults [0.5, 0.7, 1.0, 1.4]: the last cell (share 0.3 < 0.5) is not judged
+    assert r["reached"] and r["levels"] == 3 and r["levels_total"] == 4
+    assert r["slope"] == pytest.approx(-1.0, abs=1e-12) and r["growth"] == pytest.approx(1.0)
+    assert r["growth_lo"] <= r["growth"] <= r["growth_hi"]
+    hard = [n for n, sh in zip(sweeps["Delta"], shares["Delta"]) if sh >= 0.5]
+    g = rows[(rows["cluster"] == 0) & rows["cell"].isin(hard)].set_index("cell").loc[hard]
+    want = max(-t2f.ols_slope(g["delta"], g[t]) for t in ("B", "C"))
+    assert r["allowance"] == pytest.approx(want, abs=1e-12)
+    rk = ms.loc[(0, "k")]
+    assert rk["reached"] and rk["levels"] == 3 and rk["growth"] == pytest.approx(1.0)
+    # equal clusters p = 1/k: C ~ k^{3/2} is the steepest of B and C along k
+    assert rk["allowance"] == pytest.approx(1.5, abs=1e-12)
+    d = t2f.decide(t2f.slopes(rows, boot, params), params, ms.reset_index())
+    assert d.numbers["mis_verdicts"] == [HOLDS] * 4 and d.numbers["not_reached"] == 0
+    # share_min 0.7: one hard Delta cell less, 2 left; 0.95: none, not reached
+    assert t2f.mis_slopes(rows, boot, params, share_min=0.7).set_index(
+        ["cluster", "variable"]).loc[(0, "Delta"), "levels"] == 2
+    none = t2f.mis_slopes(rows, boot, params, share_min=0.95)
+    assert not none["reached"].any() and none["growth"].isna().all()
+
+
+def test_a_misassignment_excess_growing_faster_than_b_and_c_is_not_supported():
+    params = _params("paper")
+    shares = {"Delta": [0.9, 0.9, 0.9, 0.9], "k": [0.9, 0.9, 0.9]}
+    rows, boot = _mis_cells(params, shares, {"Delta": -9.0, "k": 1.0}, noise=0.01)
+    checks = t2f.slopes(rows, boot, params)
+    ms = t2f.mis_slopes(rows, boot, params)
+    d = t2f.decide(checks, params, ms)
+    assert d.verdict == NOT_SUPPORTED
+    assert d.numbers["by_variable"]["Delta"] == NOT_SUPPORTED
+    assert d.numbers["by_variable_mis"] == {"Delta": NOT_SUPPORTED, "k": HOLDS}
+
+
+def test_a_check_not_reached_lowers_holds_to_a_caveat():
+    params = _params("paper")
+    shares = {"Delta": [0.9, 0.1, 0.1, 0.1], "k": [0.1, 0.9, 0.9]}  # R_mult 1 = k 2: 0.1
+    rows, boot = _mis_cells(params, shares, {"Delta": -1.0, "k": 1.0}, noise=0.01)
+    checks = t2f.slopes(rows, boot, params)
+    assert t2f.decide(checks, params).verdict == HOLDS  # version 1's rule alone
+    ms = t2f.mis_slopes(rows, boot, params)
+    d = t2f.decide(checks, params, ms)
+    assert d.verdict == CAVEAT and d.numbers["not_reached"] == 2
+    assert d.numbers["mis_verdicts"] == [t2f.NOT_REACHED, HOLDS, t2f.NOT_REACHED, HOLDS]
+    assert d.numbers["by_variable"]["Delta"] == CAVEAT and d.numbers["by_variable"]["k"] == HOLDS
+    # a failing check is not hidden by one not reached
+    bad = ms.copy()
+    bad.loc[1, ["growth", "growth_lo", "growth_hi"]] = [5.0, 4.5, 5.5]
+    assert t2f.decide(checks, params, bad).verdict == NOT_SUPPORTED
+
+
+def test_hard_cells_count_the_pairs_hard_in_both_clusters():
+    rows = pd.DataFrame({"loss": ["h"] * 6, "cell": ["a", "a", "b", "b", "c", "c"],
+                         "cluster": [0, 1] * 3, "share": [0.6, 0.5, 0.9, 0.2, np.nan, 0.9]})
+    params = {"params": {"delta_base": 0.1}, "margins": {"share_min": 0.5}}
+    c = t2f.hard_cells(rows, params)
+    assert (c["hard"], c["total"]) == (1, 3) and "0.5" in c["rule"]
+    assert t2f.hard_cells(rows, params, share_min=0.1)["hard"] == 2
