@@ -17,6 +17,7 @@ from ._validation import (
     PARAMETERS,
     as_generator,
     check_array,
+    check_data_scale,
     check_param,
     check_scalars_fit,
     resolve_diverge_threshold,
@@ -71,9 +72,12 @@ class _Problem:
         # rng is checked whether or not this call draws from it (it only draws an int
         # participation), with the validator of the estimator, the baselines and the generators
         rng = as_generator(rng)
-        X, Y, y_ndim, dt = _check_data(X, y, dtype)
+        X, Y, y_ndim, dt, given = _check_data(X, y, dtype)
         m, n, d = X.shape
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
+        # the underflow counterpart of check_start_finite's OverflowError (on the values given,
+        # before the cast: a float64 1e-300 is 0 in float32)
+        check_data_scale(*given, dt, loss)
         theta, nout, lr = _check_runs(init, lr, d, dt, loss == "multinomial")
         R, k = theta.shape[0], theta.shape[1] // nout
         # every scalar option from the one table of bounds (mixlinreg._validation.PARAMETERS)
@@ -119,6 +123,7 @@ def _check_data(X, y, dtype):
         xd = getattr(X, "dtype", None)
         dtype = xd if xd in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
     dt = check_param("dtype", dtype)
+    X_in, y_in = X, y
     X = check_array("X", X, ndim=3, dtype=dt)
     m, n, d = X.shape
     if min(m, n, d) < 1:
@@ -127,7 +132,7 @@ def _check_data(X, y, dtype):
     Y = y[None] if y.ndim == 2 else y
     if Y.shape[1:] != (m, n):
         raise ValueError(f"y must have shape ({m}, {n}) or (C, {m}, {n}) to match X, got {y.shape}")
-    return X, Y, y.ndim, dt
+    return X, Y, y.ndim, dt, (X_in, y_in)
 
 
 def to_vectors(W):

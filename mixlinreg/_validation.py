@@ -151,6 +151,51 @@ def check_fits_dtype(name, arr, dtype):
                             f"{dt.name} (largest {big:.3g}); rescale the data or use float64")
 
 
+def _largest(a):
+    """``max |a|`` as a float, without a full-size temporary (0.0 for an empty array)."""
+    a = np.asarray(a)
+    if not a.size:
+        return 0.0
+    return max(abs(float(a.max())), abs(float(a.min())))
+
+
+#: losses that are squares of the residual near a fit (squared; Huber within its threshold)
+_SQUARE_LOSSES = ("squared", "huber")
+
+
+def check_data_scale(X, y, dtype, loss="squared", where="ifca"):
+    """``FloatingPointError`` when the data are so small that the loss and its gradient underflow
+    ``dtype``: the underflow counterpart of the ``OverflowError`` naming max|X|, max|y|.
+
+    Every gradient is made of products ``x_t x_t^T theta`` and ``x_t y_t`` (the squared loss
+    also of ``y_t^2``): with ``q = max|X| * max(max|X|, max|y|)`` below the dtype's smallest
+    normal number (float64 2.2e-308, float32 1.2e-38) these products underflow (to 0, or to
+    subnormal numbers of a few significant digits) and so do the losses and their differences:
+    every machine's losses tie and it picks model 0, and the step size that would move the
+    models (about ``1 / max|X|^2``) is past the largest float. For the squared and the Huber
+    loss, ``max|y|^2`` below it is refused too: the loss of any model that fits such ``y``
+    underflows. Features that are all 0 are not an underflow and are not refused. ``X``, ``y``
+    are checked before they are cast to ``dtype`` (a float64 1e-300 is 0 in float32).
+    Returns ``(max|X|, max|y|)``."""
+    dt = np.dtype(dtype)
+    tiny = float(np.finfo(dt).tiny)
+    sx, sy = _largest(X), _largest(y)
+    if sx == 0.0:
+        return sx, sy
+    q = sx * max(sx, sy)
+    squares = loss in _SQUARE_LOSSES and 0.0 < sy and sy * sy < tiny
+    if q >= tiny and not squares:
+        return sx, sy
+    what = (f"max|X| * max(max|X|, max|y|) = {q:.3g}" if q < tiny else
+            f"max|y|^2 = {sy * sy:.3g} (the {loss} loss of any model that fits y)")
+    hint = "" if dt == np.float64 else ", or use dtype=float64"
+    raise FloatingPointError(
+        f"{where}: the data's scale underflows {dt.name}: max|X| = {sx:.3g}, max|y| = {sy:.3g}, "
+        f"so {what} is below {dt.name}'s smallest normal number {tiny:.3g}: the {loss} loss and "
+        f"its gradient underflow (every machine's losses tie, and no finite step size moves the "
+        f"models); rescale the data (standardize X and y, e.g. divide them by max|X|){hint}")
+
+
 def _range(low, high, low_closed, high_closed):
     left = "[" if low_closed and low is not None else "("
     right = "]" if high_closed and high is not None else ")"

@@ -14,7 +14,8 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from ._validation import (PARAMETERS, Either, Options, check_array, data_parameter_scale,
+from ._validation import (PARAMETERS, Either, Options, check_array, check_data_scale,
+                          data_parameter_scale,
                           step_scale_note)
 from . import ifca as _ifca_module
 from ._problem import check_shared
@@ -299,6 +300,11 @@ class IFCA(BaseEstimator):
         OverflowError
             When entries of ``X`` or ``y`` overflow ``dtype``, or a run's loss at its starting
             models overflows it (:func:`ifca`; a run that diverges later is a result instead).
+        FloatingPointError
+            When the data are so small that the loss and its gradient underflow ``dtype``
+            (``max|X| * max(max|X|, max|y|)``, or for the squared and Huber losses ``max|y|^2``,
+            below its smallest normal number; the message names max|X|, max|y|): rescale the
+            data. As in :func:`ifca`.
 
         Warns
         -----
@@ -348,14 +354,19 @@ class IFCA(BaseEstimator):
         if y is None:
             raise ValueError("IFCA requires y to be passed, but the target y is None: y holds the "
                              "responses of the machines, shape (m, n)")
+        X_given = X
         X = check_array("X", X, ndim=3, dtype=dt)
+        y_checked = check_array("y", y, ndim=(2, 3), dtype=dt)
+        # the scale of the data as given (before the cast to dtype): a FloatingPointError where
+        # the losses underflow (IFCA would return its start, blaming the data for empty models)
+        check_data_scale(X_given, y, dt, self.loss, where="IFCA.fit")
         d = X.shape[2]
         if isinstance(self.init, str):  # "bernoulli" or "gaussian" (checked)
             if self.init == "bernoulli":
                 theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
             else:
                 theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
-            scale = data_parameter_scale(X, check_array("y", y, ndim=(2, 3), dtype=dt))
+            scale = data_parameter_scale(X, y_checked)
             if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
                 warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
                               f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "

@@ -284,6 +284,13 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     OverflowError
         When a run's loss at its starting models overflows the working dtype (the message names
         the scales of X, y and init); a run that diverges after some steps is a result instead.
+    FloatingPointError
+        The counterpart for data so small that the loss and its gradient underflow the working
+        dtype: ``max|X| * max(max|X|, max|y|)`` (the scale of the products ``x x^T theta``,
+        ``x y`` every gradient is made of), or for the squared and Huber losses ``max|y|^2``,
+        below the dtype's smallest normal number (float64 2.2e-308, float32 1.2e-38). Every
+        machine's losses would tie (all on model 0) and no finite step size would move the
+        models; the message names max|X|, max|y| and says to rescale the data.
 
     Examples
     --------

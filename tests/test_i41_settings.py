@@ -181,3 +181,98 @@ def test_numba_threads_problem_bounds():
     for bad in ("0", "5", "x", "2.0", "-3"):
         assert "from 1 to 4" in numba_threads_problem(bad, cpus=4)
 
+
+# ----------------------------------------------------------------------------- underflow
+@pytest.fixture(scope="module")
+def mix4():
+    return mlr.make_mixture(m=20, n=30, d=4, k=2, R=2.0, sigma=0.1, rng=0)
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e-300, np.float64), (1e-170, np.float64),
+                                          (1e-20, np.float32), (1e-300, np.float32)])
+def test_ifca_refuses_data_whose_losses_underflow(mix4, scale, dtype):
+    """Scaled by 1e-300 (or 1e-170: the squares underflow), ifca started at the true models put
+    every machine on model 0 (ARI 0) without a word. In float32 the smallest normal is 1.2e-38;
+    a float64 1e-300 is 0 once cast to float32, so the scale is read before the cast."""
+    with pytest.raises(FloatingPointError) as info:
+        mlr.ifca(mix4.X * scale, mix4.y * scale, mix4.theta_star[None] * 1.0, 0.1, n_iter=5,
+                 dtype=dtype)
+    msg = str(info.value)
+    assert f"underflows {np.dtype(dtype).name}" in msg
+    assert f"max|X| = {float(np.abs(mix4.X).max()) * scale:.3g}" in msg
+    assert f"max|y| = {float(np.abs(mix4.y).max()) * scale:.3g}" in msg
+    assert "rescale the data" in msg
+
+
+@pytest.mark.parametrize("scale, dtype", [(1e-100, np.float64), (1e-140, np.float64),
+                                          (1e-14, np.float32)])
+def test_small_data_above_the_threshold_still_cluster(mix4, scale, dtype):
+    """Not every small scale is refused: where the products stay normal numbers the
+    assignments at the true models are the true clusters."""
+    res = mlr.ifca((mix4.X * scale).astype(dtype), (mix4.y * scale).astype(dtype),
+                   mix4.theta_star[None] * 1.0, 0.1, n_iter=0, dtype=dtype)
+    assert mlr.adjusted_rand(mix4.labels, res.labels[0]) == 1.0
+
+
+def test_underflow_rules_per_loss(mix4):
+    """``max|y|^2`` counts for the squared and Huber losses (the loss of a model fitting such
+    y underflows), not for the logistic loss (y in [0, 1]); features all 0 or y all 0 are not
+    an underflow."""
+    init = mix4.theta_star[None] * 1.0
+    for loss in ("squared", "huber"):
+        with pytest.raises(FloatingPointError, match=r"max\|y\|\^2"):
+            mlr.ifca(mix4.X, mix4.y * 1e-170, init, 0.1, n_iter=0, loss=loss)
+    labels01 = (mix4.y > 0).astype(float)
+    mlr.ifca(mix4.X, labels01 * 1e-170, init, 0.1, n_iter=0, loss="logistic")
+    with pytest.raises(FloatingPointError, match="logistic loss"):
+        mlr.ifca(mix4.X * 1e-310, labels01, init, 0.1, n_iter=0, loss="logistic")
+    mlr.ifca(np.zeros_like(mix4.X), mix4.y, init, 0.1, n_iter=0)
+    mlr.ifca(mix4.X, np.zeros_like(mix4.y), init, 0.1, n_iter=0)
+
+
+def test_estimator_refuses_underflow_instead_of_blaming_the_data(mix4):
+    """``IFCA.fit`` on data scaled by 1e-300 returned its random start with only an
+    EmptyClusterWarning blaming the data."""
+    import warnings
+
+    for dtype in (np.float64, np.float32):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no EmptyClusterWarning first
+            with pytest.raises(FloatingPointError, match=r"IFCA.fit: the data's scale underflows"):
+                mlr.IFCA(2, n_iter=5, random_state=0, dtype=dtype).fit(mix4.X * 1e-300,
+                                                                       mix4.y * 1e-300)
+
+
+ITERATIVE = [("cfl", {}), ("fpfc", dict(rng=0)), ("fedavg", {}), ("local_train", {}),
+             ("per_fedavg", dict(alpha=0.1, beta=0.1)), ("soft_ifca", dict(temperature=1.0)),
+             ("ifca_weighted", {})]
+
+
+@pytest.mark.parametrize("name, kw", ITERATIVE, ids=[n for n, _ in ITERATIVE])
+def test_iterative_baselines_refuse_underflow(mix4, name, kw):
+    """cfl and fpfc returned one cluster (ARI 0) silently; fedavg and local_train a
+    ZeroDivisionError (their default step 1 / L with L = 0)."""
+    from mixlinreg import baselines
+
+    args = (mix4.X * 1e-300, mix4.y * 1e-300)
+    if name == "soft_ifca":
+        args += (mix4.theta_star * 1.0,)
+        kw = dict(kw, lr=0.1)
+    if name == "ifca_weighted":
+        args += (mix4.theta_star[None] * 1.0, 0.1)
+    with pytest.raises(FloatingPointError, match=rf"{name}: the data's scale underflows float64"):
+        getattr(baselines, name)(*args, **kw)
+
+
+def test_closed_form_baselines_still_fit_tiny_data(mix4):
+    """oracle and one_shot solve least squares with LAPACK, which rescales: on data scaled by
+    1e-300 they find what they find on the data themselves, so they are not refused."""
+    from mixlinreg import baselines
+
+    s = 1e-300
+    a = baselines.oracle(mix4.X, mix4.y, mix4.labels)
+    b = baselines.oracle(mix4.X * s, mix4.y * s, mix4.labels)
+    np.testing.assert_allclose(b.theta, a.theta, rtol=1e-10)
+    one = baselines.one_shot(mix4.X * s, mix4.y * s, 2, rng=0)
+    assert mlr.adjusted_rand(mix4.labels, one.labels) == 1.0
+

@@ -6,8 +6,8 @@ import numpy as np
 
 from .. import _numerics
 from .._validation import check_choice, check_float, check_int
-from ._common import (LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights,
-                      warn_diverged)
+from ._common import (LOSSES, check_data, check_l2, check_scale, loss_gradient, model_start,
+                      sample_weights, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
@@ -207,6 +207,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     """
     X, y = check_data(X, y)
     check_choice("loss", loss, LOSSES)
+    check_scale(X, y, loss, "cfl")
     l2 = check_l2(l2)
     huber_delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
     m, n, d = X.shape

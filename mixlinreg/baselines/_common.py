@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array, check_choice, check_float, check_int
+from .._validation import check_array, check_choice, check_data_scale, check_float, check_int
 from ..losses import CODES, KERNEL_CODES, curvature_bound, derivative_array, multinomial_derivative
 
 #: The only loss the closed-form baselines support.
@@ -34,6 +34,15 @@ def check_data(X, y):
         raise ValueError(f"X must have m, n, d >= 1, got shape {X.shape}")
     y = check_array("y", y, shape=(m, n), dtype=np.float64)
     return X, y
+
+
+def check_scale(X, y, loss, method):
+    """The iterative baselines' counterpart of :func:`mixlinreg.ifca`'s underflow check: a
+    ``FloatingPointError`` naming ``method``, max|X| and max|y| when the data are so small that
+    the loss and its gradient underflow float64 (:func:`mixlinreg._validation.check_data_scale`).
+    The closed-form baselines (``oracle``, ``global_model``, ``local_models``, ``one_shot``) do
+    not call it: LAPACK's least squares rescale, and they fit such data exactly."""
+    check_data_scale(X, y, np.float64, loss, where=method)
 
 
 def check_loss(loss):

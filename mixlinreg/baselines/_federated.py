@@ -17,8 +17,8 @@ import numpy as np
 from .._validation import check_array, check_choice, check_float, check_int
 from ..losses import LOSSES as _SCALAR_LOSSES
 from ..losses import multinomial_value
-from ._common import (LOSSES, check_data, check_l2, loss_gradient, model_start, sample_weights,
-                      smoothness, warn_diverged)
+from ._common import (LOSSES, check_data, check_l2, check_scale, loss_gradient, model_start,
+                      sample_weights, smoothness, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["local_train", "fedavg", "per_fedavg", "ifca_weighted", "machine_losses"]
@@ -31,9 +31,10 @@ class _Problem:
     """The checked data and loss of one call: ``X``, ``y``, the start ``theta0`` (flat), the
     models' ``shape``, the rows' ``weights`` and the machines' ``counts``, and ``grad(idx, T)``."""
 
-    def __init__(self, X, y, loss, n_classes, l2, huber_delta, n_samples, init):
+    def __init__(self, X, y, loss, n_classes, l2, huber_delta, n_samples, init, method):
         self.X, self.y = check_data(X, y)
         check_choice("loss", loss, LOSSES)
+        check_scale(self.X, self.y, loss, method)
         self.delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
         self.l2 = check_l2(l2)
         self.loss = loss
@@ -126,7 +127,7 @@ def local_train(X, y, *, lr=None, n_steps=100, l2=0.0, loss="squared", n_classes
     >>> local_train(X, y, lr=0.25, n_steps=60).theta.round(6).ravel().tolist()
     [1.0, 3.0]
     """
-    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init)
+    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init, "local_train")
     lr = pb.step(lr)
     n_steps = check_int("n_steps", n_steps, low=0)
     T = pb.tiled(pb.theta0)
@@ -172,7 +173,7 @@ def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0
     >>> float(fedavg(X, y, lr=0.25, n_rounds=80, n_samples=[2, 1]).theta.round(6)[0, 0])
     2.0
     """
-    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init)
+    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init, "fedavg")
     lr = pb.step(lr)
     local_steps = check_int("local_steps", local_steps, low=1)
     n_rounds = check_int("n_rounds", n_rounds, low=0)
@@ -237,7 +238,7 @@ def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
     >>> float(res.extra["meta"][0].round(6)), res.theta.round(6).ravel().tolist()
     (1.0, [0.5, 1.5])
     """
-    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init)
+    pb = _Problem(X, y, loss, n_classes, l2, huber_delta, n_samples, init, "per_fedavg")
     alpha = check_float("alpha", alpha, low=0.0, low_open=True)
     beta = check_float("beta", beta, low=0.0, low_open=True)
     local_steps = check_int("local_steps", local_steps, low=1)
@@ -320,7 +321,8 @@ def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_d
         want = "(R, k, d, C)" if multi else "(R, k, d)"
         raise ValueError(f"init must have shape {want} with R, k >= 1 and d = {d}, got "
                          f"{inits.shape}")
-    pb = _Problem(X, y, loss, None, l2, huber_delta, n_samples, inits[0, 0] if multi else None)
+    pb = _Problem(X, y, loss, None, l2, huber_delta, n_samples, inits[0, 0] if multi else None,
+                  "ifca_weighted")
     lr = check_float("lr", lr, low=0.0, low_open=True)
     n_iter = check_int("n_iter", n_iter, low=0)
     q = pb.counts / pb.counts.sum()

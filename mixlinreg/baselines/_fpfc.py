@@ -10,8 +10,8 @@ from .. import _numerics
 from .._validation import as_generator, check_choice, check_float, check_int
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
-from ._common import (check_data, check_l2, loss_gradient, model_start, sample_weights,
-                      smoothness, warn_diverged)
+from ._common import (check_data, check_l2, check_scale, loss_gradient, model_start,
+                      sample_weights, smoothness, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["fpfc"]
@@ -353,6 +353,7 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
     loss, penalty, huber_delta, n_classes = objective
     X, y = check_data(X, y)
     check_choice("loss", loss, LOSS_NAMES)
+    check_scale(X, y, loss, "fpfc")
     check_choice("penalty", penalty, ("scad", "l1"))
     check_float("huber_delta", huber_delta, low=0.0, low_open=True)
     if loss == "multinomial" and n_classes is None:

@@ -7,7 +7,7 @@ import numpy as np
 from .. import _numerics
 from .._validation import check_array, check_float, check_int
 from ..losses import LOSSES
-from ._common import check_data, check_l2, check_loss, warn_diverged
+from ._common import check_data, check_l2, check_loss, check_scale, warn_diverged
 from ._result import BaselineResult
 
 __all__ = ["soft_ifca"]
@@ -113,6 +113,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
     """
     X, y = check_data(X, y)
     check_loss(loss)
+    check_scale(X, y, loss, "soft_ifca")
     l2 = check_l2(l2)
     m, n, d = X.shape
     theta = check_array("init", init, ndim=2, dtype=np.float64)
