@@ -15,6 +15,7 @@ from . import _numerics
 from ._gram import gram_applicable
 from ._validation import (
     PARAMETERS,
+    PARTICIPATION_MEANINGS,
     as_generator,
     check_array,
     check_data_scale,
@@ -219,6 +220,15 @@ def _check_resample(resample, n, n_iter):
 def _check_participation(participation, n_iter, R, m, rng):
     """The participation mask (n_iter, R, m) (drawn from run r's own child of ``rng`` for an int)."""
     part = np.zeros((1, 1, 1), dtype=np.bool_)
+    if (isinstance(participation, (float, np.floating))
+            or (isinstance(participation, np.ndarray) and participation.ndim == 0
+                and participation.dtype.kind == "f")):  # a fraction, as fpfc and digits take it
+        f = float(participation)
+        s = max(1, int(round(f * m))) if 0 < f <= 1 else None
+        advice = f"; for that fraction of the m = {m} machines pass participation={s}" if s else ""
+        raise ValueError(f"participation must be None, an int in [1, {m}] (the machines of each "
+                         f"iteration) or a bool mask of shape ({n_iter}, {R}, {m}) in ifca, got the "
+                         f"float {f!r} ({PARTICIPATION_MEANINGS}){advice}")
     participation = check_param("participation", participation, m=m)  # None, an int or an array
     if participation is None:
         return part, False

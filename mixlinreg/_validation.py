@@ -6,6 +6,7 @@ Every error names the parameter, the allowed range or type, and the value receiv
 from __future__ import annotations
 
 import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -65,6 +66,31 @@ def check_float(name, value, *, low=None, high=None, low_open=False, high_open=F
         rng = _range(low, high, not low_open, not high_open)
         raise ValueError(f"{name} must be a finite number in {rng}, got {value!r}")
     return value
+
+
+#: What ``participation`` means where: its type says it, and no value means two things.
+PARTICIPATION_MEANINGS = ("in ifca participation counts the machines of each iteration (an int "
+                          "in [1, m], or a bool mask); in fpfc and digits it is the fraction of "
+                          "the machines drawn each round (a float in (0, 1])")
+
+
+def check_participation_fraction(value, where, name="participation"):
+    """``participation`` where it is a fraction of the machines (:func:`mixlinreg.baselines.fpfc`,
+    :mod:`mixlinreg.digits`): a float in (0, 1]. An int was accepted as the fraction it equals
+    (1: every machine) and still is, with a ``FutureWarning`` (ifca's ``participation=1`` is one
+    machine): pass ``1.0``; an int will be an error in a future release. Any other int is a
+    ``ValueError`` that says it is not a count here."""
+    v = _scalar(value)
+    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+        if v == 1:
+            warnings.warn(f"{where}: {name}=1 is an int, read as the fraction 1.0 (every machine, "
+                          f"as before); {PARTICIPATION_MEANINGS}. Pass 1.0: an int {name} will be "
+                          f"an error here in a future release", FutureWarning, stacklevel=3)
+        else:
+            raise ValueError(f"{name} must be a fraction of the machines, a float in (0, 1], in "
+                             f"{where}, got the int {v!r} ({PARTICIPATION_MEANINGS}); for s "
+                             f"machines of m pass {name}=s / m")
+    return check_float(name, value, low=0.0, low_open=True, high=1.0)
 
 
 def check_choice(name, value, choices):

@@ -60,7 +60,7 @@ import numpy as np
 
 from ._numerics import DIVERGE_THRESHOLD
 from ._validation import (as_generator, check_bool, check_choice, check_float, check_int,
-                          resolve_diverge_threshold)
+                          check_participation_fraction, resolve_diverge_threshold)
 from .ifca import IFCAResult, IFCATrace, ifca, kept_run
 from .losses import multinomial_derivative, multinomial_value
 from .metrics import adjusted_rand
@@ -240,7 +240,7 @@ class DigitsIFCAResult:
 def participation_masks(m, fraction, rounds, runs=1, rng=None):
     """``(rounds, runs, m)`` booleans: in each round and run ``max(1, round(fraction m))`` of the
     ``m`` machines, drawn without replacement (uniform ranks) from ``rng``."""
-    s = max(1, int(round(check_float("participation", fraction, low=0, low_open=True, high=1) * m)))
+    s = max(1, int(round(check_participation_fraction(fraction, "participation_masks") * m)))
     top = np.argsort(as_generator(rng).random((rounds, runs, m)), axis=-1)[..., :s]
     mask = np.zeros((rounds, runs, m), dtype=bool)
     np.put_along_axis(mask, top, True, axis=-1)
@@ -322,6 +322,9 @@ def ifca_model_averaging(X, y, k, *, tau=5, rounds=100, lr=0.5, l2=1e-3, n_init=
         assignments are recorded (else NaN).
     rng : None, int, SeedSequence or Generator
     participation, decay : float in (0, 1]; chunk : int >= 1 or None
+        ``participation`` is the fraction of the machines per round (:func:`mixlinreg.ifca`'s
+        counts them; an int here is refused, except ``1``, read as ``1.0`` with a
+        ``FutureWarning``).
 
     Returns a :class:`DigitsIFCAResult`.
     """
@@ -334,8 +337,8 @@ def ifca_model_averaging(X, y, k, *, tau=5, rounds=100, lr=0.5, l2=1e-3, n_init=
     init_scale = check_float("init_scale", init_scale, low=0.0)
     if labels is not None and np.shape(labels) != (m,):
         raise ValueError(f"labels must have shape ({m},), got {np.shape(labels)}")
-    participation, decay = (check_float(name, v, low=0, low_open=True, high=1) for name, v in
-                            (("participation", participation), ("decay", decay)))
+    participation = check_participation_fraction(participation, "digits")
+    decay = check_float("decay", decay, low=0, low_open=True, high=1)
     gen = as_generator(rng)
     init = init_scale * gen.standard_normal((n_init, k, D, N_CLASSES))
     kw = dict(loss="multinomial", l2=l2, averaging="model", local_steps=tau, trace=True)

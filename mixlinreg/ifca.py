@@ -206,6 +206,10 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
     participation : None, int or bool array (n_iter, R, m)
         None: every machine every iteration. int s: s distinct machines per iteration and run, drawn
         from run r's own generator (``rng`` spawned into R children). A boolean mask is used as given.
+        A count, not a fraction: a float (0.5, even 1.0) is a ``ValueError`` that gives the count
+        it would be. :func:`mixlinreg.baselines.fpfc` and :mod:`mixlinreg.digits` take the
+        fraction of the machines per round instead (a float in (0, 1]), so no value means two
+        things.
     y_index : int array (R,), required when ``y`` is 3-d
     theta_star : array (k', d) or (C, k', d), optional
         True parameters, only used for the trace's distances (for ``loss="multinomial"``

@@ -276,3 +276,77 @@ def test_closed_form_baselines_still_fit_tiny_data(mix4):
     one = baselines.one_shot(mix4.X * s, mix4.y * s, 2, rng=0)
     assert mlr.adjusted_rand(mix4.labels, one.labels) == 1.0
 
+
+# ----------------------------------------------------------------------------- participation
+@pytest.mark.parametrize("frac, count", [(0.5, 5), (1.0, 10), (np.float64(0.3), 3)])
+def test_ifca_participation_is_a_count_and_a_fraction_is_refused_naming_it(mix, frac, count):
+    """ifca's participation counts machines; fpfc's and digits' is a fraction. A float in ifca
+    (1.0 would read as 'every machine' there, 1 is one machine here) is refused, naming the
+    parameter, both meanings and the count it would be."""
+    with pytest.raises(ValueError) as info:
+        mlr.ifca(mix.X, mix.y, np.zeros((1, 2, 3)), 0.1, n_iter=2, participation=frac, rng=0)
+    msg = str(info.value)
+    assert msg.startswith("participation must be None, an int in [1, 10] (the machines of each "
+                          "iteration)")
+    assert f"got the float {float(frac)!r}" in msg and f"pass participation={count}" in msg
+    assert "in fpfc and digits it is the fraction" in msg
+
+
+def test_ifca_participation_count_unchanged(mix):
+    """The old calls still work, unwarned: an int (also a numpy int) and a mask."""
+    import warnings
+
+    init = np.zeros((1, 2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        a = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3, participation=4, rng=1)
+        b = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3, participation=np.int64(4), rng=1)
+        mask = np.ones((3, 1, 10), dtype=bool)
+        c = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3, participation=mask)
+    d = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=3)
+    assert np.array_equal(a.theta, b.theta) and np.array_equal(c.theta, d.theta)
+
+
+def test_fraction_participation_old_int_call_still_works_with_a_future_warning(mix):
+    """fpfc(participation=1) and digits' participation=1 meant every machine (a fraction):
+    still so, with a FutureWarning saying ints mean a count in ifca; 1.0 is unwarned."""
+    import warnings
+
+    from mixlinreg import baselines, digits
+
+    with pytest.warns(FutureWarning, match=r"fpfc: participation=1 is an int, read as the "
+                                           r"fraction 1.0 .*in ifca participation counts"):
+        old = baselines.fpfc(mix.X, mix.y, participation=1, n_rounds=3, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        new = baselines.fpfc(mix.X, mix.y, participation=1.0, n_rounds=3, rng=0)
+        assert digits.participation_masks(10, 1.0, 2).all()
+    np.testing.assert_array_equal(old.theta, new.theta)
+    with pytest.warns(FutureWarning, match="participation_masks: participation=1 is an int"):
+        assert digits.participation_masks(10, 1, 2).all()
+
+
+@pytest.mark.parametrize("bad, err, words", [
+    (3, ValueError, r"participation must be a fraction of the machines, a float in \(0, 1\], in "
+                    r"fpfc, got the int 3 .*pass participation=s / m"),
+    (0, ValueError, "got the int 0"),
+    (1.5, ValueError, r"participation must be a finite number in \(0.0, 1.0\], got 1.5"),
+    (True, TypeError, "participation must be a real number, got True"),
+    ("half", TypeError, "participation must be a real number"),
+])
+def test_fpfc_participation_wrong_type_or_range_names_it(mix, bad, err, words):
+    from mixlinreg import baselines
+
+    with pytest.raises(err, match=words):
+        baselines.fpfc(mix.X, mix.y, participation=bad, n_rounds=2, rng=0)
+
+
+def test_digits_participation_refuses_a_count(mix):
+    from mixlinreg import digits
+
+    with pytest.raises(ValueError, match="in participation_masks, got the int 5"):
+        digits.participation_masks(10, 5, 2)
+    X = np.zeros((4, 3, 64))
+    y = np.zeros((4, 3), dtype=int)
+    with pytest.raises(ValueError, match="in digits, got the int 2"):
+        digits.ifca_model_averaging(X, y, 2, rounds=1, participation=2)

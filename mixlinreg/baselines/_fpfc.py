@@ -8,6 +8,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import _numerics
 from .._validation import as_generator, check_choice, check_float, check_int
+from .._validation import check_participation_fraction
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
 from ._common import (check_data, check_l2, check_scale, loss_gradient, model_start,
@@ -204,6 +205,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         Clustering threshold on ``||theta_ij||``, ``>= 0``.
     participation : float, default 1.0
         Fraction of machines drawn each round, in ``(0, 1]``.
+        An int here is refused (``1`` is still read as ``1.0``, with a ``FutureWarning``):
+        :func:`mixlinreg.ifca`'s ``participation`` counts machines instead.
     rng : None, int, SeedSequence or numpy.random.Generator
         Randomness of the participant draws (unused when every machine participates).
     l2 : float, default 0
@@ -375,8 +378,7 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
     local_steps = check_int("local_steps", local_steps, low=1)
     n_rounds = check_int("n_rounds", n_rounds, low=0)
     nu = check_float("nu", nu, low=0.0)
-    participation = check_float("participation", participation, low=0.0, high=1.0,
-                                low_open=True)
+    participation = check_participation_fraction(participation, "fpfc")
     max_pair_floats = check_float("max_pair_floats", max_pair_floats, low=0.0)
     P, p = m * (m - 1) // 2, int(np.prod(shape))
     if P * p > max_pair_floats:
