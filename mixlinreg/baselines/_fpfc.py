@@ -7,7 +7,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from .. import _numerics
-from .._validation import as_generator, check_choice, check_float, check_int
+from .._validation import as_generator, check_array, check_choice, check_float, check_int
 from .._validation import check_participation_fraction
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
@@ -129,7 +129,8 @@ def _clusters(m, I, J, theta_pairs, nu):
 
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
          nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
-         penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None, callback=None):
+         penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None, callback=None,
+         init="zeros", n_participants=None):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -147,7 +148,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     ``theta_ji = -theta_ij``, ``v_ji = -v_ij``) each round of the paper's Algorithm 1 is:
 
     1. the center draws the participants ``A_k``: ``round(participation * m)`` machines (at least
-       one) without replacement from ``rng`` (step 1);
+       one), or ``n_participants`` machines, without replacement from ``rng`` (step 1);
     2. each participant starts from its ``omega_i`` and runs ``local_steps`` gradient steps
        ``omega <- omega - lr [grad f_i(omega) + rho (omega - zeta_i)]`` (steps 2-4) and sends
        ``omega_i`` back; the other machines keep theirs;
@@ -160,6 +161,14 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     Step 5 of the paper prints the update "for i, j in A_k" and keeps the pairs "i, j not in A_k";
     pairs with one participant are not mentioned. Here they are updated (the center knows every
     current ``omega_j``). With ``participation=1`` the two readings agree.
+
+    The start (``init``): Algorithm 1 initializes ``omega_1 = ... = omega_m``, ``zeta_i =
+    omega_i``, ``theta = v = 0`` without saying which common value; ``init="zeros"`` (the
+    default) starts at zero, ``init="common_normal"`` at one standard normal draw copied to every
+    machine (the FPFC authors' public code, ``base.py:23-32``, per ``shared/spec/
+    authors-protocols.md``), an array at the user's start. A start per machine ((m,) + the
+    model's shape) is outside Algorithm 1: its initialization is then applied as printed
+    (``zeta_i = omega_i``, ``theta = v = 0``).
 
     At the end machines ``i, j`` are linked when ``||theta_ij|| <= nu``; the clusters are the
     connected components, and each cluster's model is the mean of its machines' ``omega_i`` (the
@@ -204,11 +213,13 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     nu : float, default 0.1
         Clustering threshold on ``||theta_ij||``, ``>= 0``.
     participation : float, default 1.0
-        Fraction of machines drawn each round, in ``(0, 1]``.
+        Fraction of machines drawn each round, in ``(0, 1]``: ``max(1, round(participation *
+        m))`` machines.
         An int here is refused (``1`` is still read as ``1.0``, with a ``FutureWarning``):
         :func:`mixlinreg.ifca`'s ``participation`` counts machines instead.
     rng : None, int, SeedSequence or numpy.random.Generator
-        Randomness of the participant draws (unused when every machine participates).
+        Randomness of the participant draws (unused when every machine participates) and of
+        ``init="common_normal"`` (drawn first, before round 1's participants).
     l2 : float, default 0
         Ridge coefficient in ``f_i``, ``>= 0``.
     loss : {"squared", "logistic", "huber", "multinomial"}
@@ -235,6 +246,15 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         ``i < j`` in row-major order (``"pairs"``: the (P, 2) indices), ``"zeta"`` (m, p); models
         flat (``p = d``, or ``d C``). For measuring the iterates (Theorem 1's stationarity
         measures, say) without changing the run.
+    init : {"zeros", "common_normal"} or array_like, default "zeros"
+        The machines' start ``omega^0``: ``"zeros"``; ``"common_normal"``, one draw of
+        independent ``N(0, 1)`` entries, copied to every machine (the FPFC authors' start); an
+        array of the model's shape (``(d,)``, or ``(d, C)`` for the multinomial loss), copied
+        to every machine; or one of shape ``(m,) +`` the model's shape, one start per machine.
+    n_participants : int, optional
+        Machines drawn each round, in ``[1, m]``, as a count (the FPFC authors draw 30 of
+        100): the same draws as ``participation = n_participants / m``. Give it or a
+        ``participation`` other than 1, not both. Default: ``participation`` decides.
 
     Returns
     -------
@@ -270,6 +290,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape = _checked(
         X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2,
         (loss, penalty, huber_delta, n_classes), max_pair_floats)
+    start = _checked_init(init, X.shape[0], shape)
+    n_part = _checked_participants(n_participants, participation, X.shape[0])
     m = X.shape[0]
     d = int(np.prod(shape))  # numbers per model: models travel flat
     P = m * (m - 1) // 2
@@ -277,13 +299,17 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     weights, counts = sample_weights(n_samples, m, X.shape[1])
     if lr is None:
         lr = 1.0 / (smoothness(X, loss, l2, weights) + 2.0 * rho)
-    n_part = max(1, int(round(participation * m)))
     grad = loss_gradient(X, y, l2, loss, huber_delta, shape, weights)
     pen = (lam, a, xi, penalty)
 
     I, J, D = _pair_index(m)
-    # Algorithm 1, initialization: omega_1 = ... = omega_m (zero), zeta_i = omega_i, theta = v = 0
-    omega = np.zeros((m, d))
+    # Algorithm 1, initialization: omega_1 = ... = omega_m (init), zeta_i = omega_i, theta = v = 0
+    if isinstance(start, str):
+        omega = (np.zeros((m, d)) if start == "zeros"
+                 else np.repeat(gen.standard_normal(d)[None, :], m, axis=0))
+    else:
+        flat = start.reshape(-1, d)  # one start (1, d) or one per machine (m, d); C order
+        omega = np.repeat(flat, m, axis=0) if flat.shape[0] == 1 else flat.copy()
     zeta = omega.copy()
     theta = np.zeros((P, d))
     v = np.zeros((P, d))
@@ -386,6 +412,39 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
                          f"(m={m}, p={p} numbers per model), more than max_pair_floats="
                          f"{max_pair_floats:g}; raise max_pair_floats or use fewer machines")
     return X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape
+
+
+#: the named starts of :func:`fpfc`'s ``init``
+INIT_CHOICES = ("zeros", "common_normal")
+
+
+def _checked_init(init, m, shape):
+    """``init`` of :func:`fpfc`: one of :data:`INIT_CHOICES`, or a finite float array of the
+    model's ``shape`` or ``(m,) + shape`` (a ``ValueError`` naming ``init`` otherwise)."""
+    if isinstance(init, str):
+        return check_choice("init", init, INIT_CHOICES)
+    if init is None:
+        raise ValueError(f"init must be one of {sorted(INIT_CHOICES)} or an array of shape "
+                         f"{shape} or {(m,) + shape}, got None")
+    arr = check_array("init", init, dtype=np.float64)
+    if arr.shape not in (shape, (m,) + shape):
+        raise ValueError(f"init must be one of {sorted(INIT_CHOICES)} or an array of shape "
+                         f"{shape} (one start for every machine) or {(m,) + shape} (one per "
+                         f"machine), got an array of shape {arr.shape}")
+    return arr
+
+
+def _checked_participants(n_participants, participation, m):
+    """Machines per round: ``n_participants`` (an int in ``[1, m]``) or ``max(1,
+    round(participation * m))``; both given (``participation != 1``) is refused."""
+    if n_participants is None:
+        return max(1, int(round(participation * m)))
+    n_participants = check_int("n_participants", n_participants, low=1, high=m)
+    if participation != 1.0:
+        raise ValueError(f"give participation (a fraction) or n_participants (a count), not "
+                         f"both: got participation={participation!r}, "
+                         f"n_participants={n_participants}")
+    return n_participants
 
 
 def _fusion_step(omega, theta, v, pairs, part, penalty):
