@@ -531,6 +531,13 @@ def _scope(meas, dec):
     return "; ".join(parts)
 
 
+def _stay_text(x):
+    """The summary's words on the latest last passage over eps (``None``: no eps judged)."""
+    if x is None:
+        return WORDS.text("stay.none")
+    return WORDS.text("stay.never") if not np.isfinite(x) else WORDS.text("stay.ratio", ratio=x)
+
+
 def _ratio_text(x):
     return "never" if not np.isfinite(x) else f"{x:.3g}"
 
@@ -600,7 +607,7 @@ def _summary(meas, dec, params, cells_count):
             exceed=int(te["exceed"].sum()), exceed_at_T=int(te["exceed_at_T"].sum()),
             n=int(te["n"].sum()), below_start=int(te["below_start"].sum()),
             worst_after=te["worst_after_max"].max() if len(te) else np.nan,
-            stay_ratio=_ratio_text(float(te["stay_ratio_max"].max())) if len(te) else "-",
+            stay=_stay_text(float(te["stay_ratio_max"].max()) if len(te) else None),
             burn_exceed=int(tb["exceed"].sum()), burn_n=int(tb["n"].sum()),
             burn_worst=tb["worst_after_max"].max() if len(tb) else np.nan,
             ratio_max=te["ratio_max"].max() if len(te) else np.nan,
