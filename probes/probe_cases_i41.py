@@ -278,17 +278,23 @@ def _use_backend_statement():
 
     import mixlinreg as mlr
 
-    with w.catch_warnings():
-        w.simplefilter("ignore")
-        try:
-            use = getattr(mlr, "use_kernel", None) or mlr.use_backend
-            use("jax")
-        except Exception as exc:  # noqa: BLE001
-            return "clear error", f"{type(exc).__name__}"
+    from mixlinreg import _kernel_choice
     from mixlinreg._kernel_choice import current_kernel
 
-    return ("correct result", "") if current_kernel() == "jax" else \
-        ("silent wrong", "use_kernel('jax') as a statement did nothing")
+    saved = dict(getattr(_kernel_choice, "_process", {}))  # a statement now sets the default:
+    try:  # put it back, so that the later cases run on numba
+        with w.catch_warnings():
+            w.simplefilter("ignore")
+            try:
+                use = getattr(mlr, "use_kernel", None) or mlr.use_backend
+                use("jax")
+            except Exception as exc:  # noqa: BLE001
+                return "clear error", f"{type(exc).__name__}"
+        return ("correct result", "") if current_kernel() == "jax" else \
+            ("silent wrong", "use_kernel('jax') as a statement did nothing")
+    finally:
+        if saved:
+            _kernel_choice._process.update(saved)
 
 
 def _rng_unused():

@@ -21,6 +21,9 @@ outcome actually seen is classified automatically:
 
 ``probes/probe_cases_i25_*.py`` hold the cases of issue 25 (classes 101-110: issue 25's class
 c is 100 + c), in the same ``(class, name, callable)`` form; ``--only 101 104`` runs some of them.
+``probes/probe_cases_i41*.py`` hold issue 41's, the same way: ``probe_cases_i41.py`` classes
+141-148, ``probe_cases_i41b.py`` classes 149-153 (its remaining items: underflow, ``use_kernel``
+as a statement, ``rng`` unused, ``participation``, ``NUMBA_NUM_THREADS``).
 
 Classes 1, 6-11 are issue 11 part B (flags, environment, overflow, counts and messages, choosing k,
 first use and progress, stale text). If ``probes/probe_cases_store.py`` (issue 11 part A:
