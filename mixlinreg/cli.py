@@ -558,8 +558,8 @@ def _parser_check(sub):
                         "kept")
     t.add_argument("--reanalyse", action="store_true",
                    help="compute nothing: analyse each record in --out again from its committed "
-                        "tables (study and control) and rewrite its words (summary, caveats, hard "
-                        "cells) where the code now words them otherwise; refused (exit 1) where "
+                        "tables (study and control) and rewrite its words (claim, location, summary, "
+                        "caveats, hard cells) where the code now words them otherwise; refused (exit 1) where "
                         "the verdict or a number would change, which is a new version of the study")
     _add_kernel(t)
     t.add_argument("--no-progress", action="store_true", help="no progress bar")

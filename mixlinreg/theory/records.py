@@ -3,8 +3,8 @@
 :func:`committed_units` puts a record's units' rows back together from the tables its run wrote
 (most studies write them as they are; four replace them by a table of their own, from which the
 rows are remade). :func:`reanalyse` runs the study's current ``analyze`` on them, and on its
-control's table, and rewrites the record's words (summary, caveats, scope, the count of hard
-cells, the control's summary) where the current code words them otherwise. It refuses when the
+control's table, and rewrites the record's words (title, claim, location, summary, caveats,
+scope, the count of hard cells, the control's summary) where the current code words them otherwise. It refuses when the
 outcome would change: a different verdict or a different number means the rule changed, and a
 rule changed after data is a new ``version`` of the study, to be run again
 (:mod:`mixlinreg.theory.controls`). So a reworded sentence or a newly counted statistic reaches
@@ -172,6 +172,7 @@ def reanalyse(study_id, *, preset="paper", out="figures/checks", write=True):
                           f" (the record: {rule!r}): the rule changed since the record was made; "
                           f"that is a new version of the study, to be run again")
     new = copy.deepcopy(rec)
+    new.title, new.claim, new.location = study.title, study.claim, study.location
     new.summary, new.scope, new.cells = v.summary, v.scope, dict(v.cells)
     kept = [c for c in rec.caveats if c.startswith(_CONTROL_CAVEAT)]
     new.caveats = kept + list(v.caveats) + [f"Sensitivity: {line}" for line in v.sensitivity]
@@ -193,7 +194,8 @@ def reanalyse(study_id, *, preset="paper", out="figures/checks", write=True):
                               f"{c.verdict!r} or other numbers (the record: "
                               f"{control['verdict']!r}): the rule changed; run the study again")
         new.control = {**control, "summary": c.summary}
-    changed = [f for f in ("summary", "scope", "cells", "caveats", "control")
+    changed = [f for f in ("title", "claim", "location", "summary", "scope", "cells", "caveats",
+                           "control")
                if getattr(new, f) != getattr(rec, f)]
     if write and changed:
         atomic_write(path, new.to_json())
