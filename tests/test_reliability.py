@@ -53,6 +53,7 @@ def _flag_calls():
     from mixlinreg.geometry import simplex_centers
     from mixlinreg.runner import run as runner_run
     from mixlinreg.theory.derived import regenerate
+    from mixlinreg.theory.records import reanalyse
 
     mix = _small()
     init = np.zeros((1, 2, 3))
@@ -95,6 +96,8 @@ def _flag_calls():
                                                                     clean=v),
         ("run", "collect"): lambda v: runner_run(_toy_workload(), collect=v),
         ("regenerate", "check"): lambda v: regenerate("/nonexistent-never-made", check=v),
+        ("reanalyse", "write"): lambda v: reanalyse("C2", preset="paper",
+                                                   out="/nonexistent-never-made", write=v),
     }
 
 

@@ -304,12 +304,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
 
     I, J, D = _pair_index(m)
     # Algorithm 1, initialization: omega_1 = ... = omega_m (init), zeta_i = omega_i, theta = v = 0
-    if isinstance(start, str):
-        omega = (np.zeros((m, d)) if start == "zeros"
-                 else np.repeat(gen.standard_normal(d)[None, :], m, axis=0))
-    else:
-        flat = start.reshape(-1, d)  # one start (1, d) or one per machine (m, d); C order
-        omega = np.repeat(flat, m, axis=0) if flat.shape[0] == 1 else flat.copy()
+    omega = _start_models(start, m, d, gen)
     zeta = omega.copy()
     theta = np.zeros((P, d))
     v = np.zeros((P, d))
@@ -349,13 +344,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
 
     labels = _clusters(m, I, J, theta, nu)
     n_clusters = int(labels.max()) + 1 if m else 0
-    centers = np.zeros((n_clusters, d))
-    if np.all(counts == counts[0]):
-        np.add.at(centers, labels, omega)
-        centers /= np.bincount(labels, minlength=n_clusters)[:, None]
-    else:  # the paper's n_i-weighted means
-        np.add.at(centers, labels, counts[:, None] * omega)
-        centers /= np.bincount(labels, weights=counts, minlength=n_clusters)[:, None]
+    centers = _cluster_means(labels, omega, counts, n_clusters)
     warn_diverged("fpfc", diverged)
     return BaselineResult(
         theta=centers.reshape((n_clusters,) + shape), labels=labels, n_rounds=done,
@@ -364,6 +353,29 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
                "history": history[:done],
                "objective": objective[:done], "lr": float(lr),
                "floats_sent_mean": float(2 * d * participations) / m, "diverged": diverged})
+
+
+def _start_models(start, m, d, gen):
+    """The machines' first models ``(m, d)``: zeros, one N(0, 1) draw copied to every machine
+    (drawn from ``gen``), or the given start, one (copied to every machine) or one per machine."""
+    if isinstance(start, str):
+        return (np.zeros((m, d)) if start == "zeros"
+                else np.repeat(gen.standard_normal(d)[None, :], m, axis=0))
+    flat = start.reshape(-1, d)  # one start (1, d) or one per machine (m, d); C order
+    return np.repeat(flat, m, axis=0) if flat.shape[0] == 1 else flat.copy()
+
+
+def _cluster_means(labels, omega, counts, n_clusters):
+    """The clusters' models: their machines' means, ``n_i``-weighted (the paper's) when the
+    machines' sample counts differ."""
+    centers = np.zeros((n_clusters, omega.shape[1]))
+    if np.all(counts == counts[0]):
+        np.add.at(centers, labels, omega)
+        centers /= np.bincount(labels, minlength=n_clusters)[:, None]
+    else:  # the paper's n_i-weighted means
+        np.add.at(centers, labels, counts[:, None] * omega)
+        centers /= np.bincount(labels, weights=counts, minlength=n_clusters)[:, None]
+    return centers
 
 
 def _state(omega, theta, v, zeta, I, J):

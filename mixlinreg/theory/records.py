@@ -142,6 +142,9 @@ def reanalyse(study_id, *, preset="paper", out="figures/checks", write=True):
     from .studies import _check_ids, get
     from .study import _CONTROL_CAVEAT, StudyResult, canonical_preset
 
+    from .._validation import check_bool
+
+    write = check_bool("write", write)
     (study_id,) = _check_ids([study_id])
     preset = canonical_preset(preset)
     if study_id == "D1":

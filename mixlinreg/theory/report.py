@@ -232,11 +232,20 @@ def audit_lines(results, earlier) -> list:
         what, outcome = _control_cell(r)
         creg = _registered(r.control) if r.control and "none" not in r.control else "-"
         cells = (f"{r.cells['hard']} of {r.cells['total']}" if r.cells else "not counted")
-        old = "; ".join(f"v{e.version}: {_judged(e).verdict}" for e in earlier.get(sid, ())) or "-"
+        old = "; ".join(_earlier_cell(e) for e in earlier.get(sid, ())) or "-"
         out.append(f"| {sid} | **{r.verdict}** | {r.rule_verdict} | "
                    f"{_fmt_cell(what)} | {outcome} | {_registered(asdict_of(r))} | {creg} | "
                    f"{cells} | {old} |")
     return out + [""]
+
+
+def _earlier_cell(e):
+    """An earlier version's verdict as the audit shows it, with its rule's own where the join
+    with its control (or its lack of one) changed it."""
+    j = _judged(e)
+    ctl = e.control.get("verdict") or "no control"
+    return (f"v{e.version}: {j.verdict}" if j.verdict == j.rule_verdict
+            else f"v{e.version}: {j.verdict} (its rule: {j.rule_verdict}; {ctl})")
 
 
 def asdict_of(r):
