@@ -281,8 +281,8 @@ def make_fpfc_synthetic(m=100, L=4, *, alpha=1.0, d=60, n_classes=10, logit_nois
     The FPFC paper (Yu, Liu, Sun, Wang, AAAI 2023, "Implementation") says its synthetic data
     "follow the settings in (Li et al. 2020)"; the authors' public code (github
     xueyu-ubc/FPFC, folder ``Synthetic/``, HEAD c8ff103) draws different data, and this
-    function draws those (facts read there and recorded, with file:line, in the project's
-    ``shared/spec/authors-protocols.md``; no code was copied):
+    function draws those (facts read there, with the file:line of each below; no code was
+    copied):
 
     * features ``x ~ U[0, 1)^d`` on every device, one distribution for all
       (``data/generate_synthetic_dataset.py:39-40``);

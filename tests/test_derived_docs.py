@@ -37,6 +37,9 @@ def _copy(tmp_path):
     (tmp_path / derived.RECORDS).mkdir(parents=True)
     for rec in (ROOT / derived.RECORDS).glob("*.json"):
         shutil.copy(rec, tmp_path / derived.RECORDS / rec.name)
+    versions = ROOT / derived.RECORDS / "versions"  # earlier versions: the audit shows them
+    if versions.is_dir():
+        shutil.copytree(versions, tmp_path / derived.RECORDS / "versions")
     for name in [derived.REPORT, *derived.PAGES]:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)

@@ -165,8 +165,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     The start (``init``): Algorithm 1 initializes ``omega_1 = ... = omega_m``, ``zeta_i =
     omega_i``, ``theta = v = 0`` without saying which common value; ``init="zeros"`` (the
     default) starts at zero, ``init="common_normal"`` at one standard normal draw copied to every
-    machine (the FPFC authors' public code, ``base.py:23-32``, per ``shared/spec/
-    authors-protocols.md``), an array at the user's start. A start per machine ((m,) + the
+    machine (the FPFC authors' public code, github xueyu-ubc/FPFC, ``Synthetic/``, HEAD
+    c8ff103, ``base.py:23-32``), an array at the user's start. A start per machine ((m,) + the
     model's shape) is outside Algorithm 1: its initialization is then applied as printed
     (``zeta_i = omega_i``, ``theta = v = 0``).
 

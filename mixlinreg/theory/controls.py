@@ -30,7 +30,7 @@ file that is not a comment or the description: the study's grid, its thresholds 
 control and its ``version``), for one preset. Each record stores it, and the commit of the
 repository that first held a config with that hash (:func:`registered_in`): a record's thresholds
 are registered when that commit exists, holds no record of the study, and precedes the record's
-own commit (``tests/test_registration.py`` walks the history and checks it). A threshold changed
+own commit (``tests/test_controls.py`` walks the history and checks it). A threshold changed
 after data is a new ``version`` of the study (its top-level ``version = 2``): the record of the
 earlier version is kept (``<out>/versions/``) and the report shows both.
 """
