@@ -376,10 +376,19 @@ def _two_check_processes():
         alone = json.loads((d / "alone" / "T1_smoke.json").read_text())
         if shared["numbers"] != alone["numbers"] or shared["verdict"] != alone["verdict"]:
             return "silent wrong"
-        (folder,) = (d / "shared").glob("T1-smoke-*")
-        n = len(list(folder.glob("*.csv")))
-        leftovers = list(folder.glob("*.lock")) + list(folder.glob(".*.tmp"))
-        return "correct result" if n == alone["units_computed"] and not leftovers else "unclear"
+        # one store per run of the study's units: the study's and (T1 has one) its control's;
+        # each shared store holds the same units as the single run's, and nothing half-done
+        shared_stores = sorted(f.name for f in (d / "shared").glob("T1-smoke-*"))
+        alone_stores = sorted(f.name for f in (d / "alone").glob("T1-smoke-*"))
+        if not shared_stores or shared_stores != alone_stores:
+            return "unclear"
+        for name in shared_stores:
+            got = sorted(f.name for f in (d / "shared" / name).glob("*.csv"))
+            want = sorted(f.name for f in (d / "alone" / name).glob("*.csv"))
+            folder = d / "shared" / name
+            if got != want or list(folder.glob("*.lock")) + list(folder.glob(".*.tmp")):
+                return "unclear"
+        return "correct result"
 
 
 def _stale_lock(kind):
