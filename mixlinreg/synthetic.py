@@ -86,18 +86,25 @@ class FedSynthetic:
         return self.X.shape[0]
 
 
-def _checked(m, L, alpha, beta, d, n_classes, clusters, test_fraction, sizes):
-    """The arguments of :func:`make_fedprox_synthetic`, each refused with a ``ValueError``
-    naming it when nonsensical."""
+def _checked_layout(m, L, alpha, d, n_classes):
+    """The devices, clusters, spread of the cluster models, features and classes both generators
+    take, each refused with a ``ValueError`` naming it when nonsensical."""
     m = check_int("m", m, low=1)
     L = check_int("L", L, low=1)
     if L > m:
         raise ValueError(f"L must be in [1, m] = [1, {m}] (every cluster needs a device), "
                          f"got L={L}")
     alpha = check_float("alpha", alpha, low=0.0)
-    beta = check_float("beta", beta, low=0.0)
     d = check_int("d", d, low=1)
     n_classes = check_int("n_classes", n_classes, low=2)
+    return m, L, alpha, d, n_classes
+
+
+def _checked(m, L, alpha, beta, d, n_classes, clusters, test_fraction, sizes):
+    """The arguments of :func:`make_fedprox_synthetic`, each refused with a ``ValueError``
+    naming it when nonsensical."""
+    m, L, alpha, d, n_classes = _checked_layout(m, L, alpha, d, n_classes)
+    beta = check_float("beta", beta, low=0.0)
     check_choice("clusters", clusters, CLUSTER_CHOICES)
     test_fraction = check_float("test_fraction", test_fraction, low=0.0, high=1.0,
                                 low_open=True, high_open=True)
@@ -245,14 +252,7 @@ def make_fedprox_synthetic(m=100, L=4, *, alpha=1.0, beta=1.0, d=60, n_classes=1
 def _checked_fpfc(m, L, alpha, d, n_classes, logit_noise, test_fraction, sizes):
     """The arguments of :func:`make_fpfc_synthetic`, each refused with a ``ValueError`` naming
     it when nonsensical."""
-    m = check_int("m", m, low=1)
-    L = check_int("L", L, low=1)
-    if L > m:
-        raise ValueError(f"L must be in [1, m] = [1, {m}] (every cluster needs a device), "
-                         f"got L={L}")
-    alpha = check_float("alpha", alpha, low=0.0)
-    d = check_int("d", d, low=1)
-    n_classes = check_int("n_classes", n_classes, low=2)
+    m, L, alpha, d, n_classes = _checked_layout(m, L, alpha, d, n_classes)
     logit_noise = check_float("logit_noise", logit_noise, low=0.0)
     test_fraction = check_float("test_fraction", test_fraction, low=0.0, high=1.0,
                                 low_open=True, high_open=True)

@@ -271,24 +271,16 @@ def test_smoke_preset_makes_a_complete_record_and_resumes(tmp_path):
     gc = pd.read_csv(tmp_path / "CFLR6_smoke_gamma.csv")
     assert r.cells["total"] == len(gc) and r.cells["hard"] == int(gc["hard"].sum())
     assert (gc["a_holds"] + gc["a_fails"] + gc["a_boundary"] == gc["trials"]).all()
-    # the record is its committed tables' analysis, as tests/test_committed_records.py rebuilds
-    # the units' rows: the counts repeated per trial, and the population table whole (it holds
-    # the per-trial gamma rows, part = "gamma")
+    # the record is its committed tables' analysis, with the units' rows rebuilt as
+    # tests/test_committed_records.py rebuilds them (mixlinreg.theory.records.committed_units:
+    # the counts repeated per trial, and the population table whole, which holds the per-trial
+    # gamma rows, part = "gamma")
+    from mixlinreg.theory.records import committed_units
     from mixlinreg.theory.study import StudyResult, unit_rng
 
     rec = StudyResult.from_json((tmp_path / "CFLR6_smoke.json").read_text())
-    counts = pd.read_csv(tmp_path / "CFLR6_smoke.csv")
-    keys = ["geometry", "k", "sigma", "nd", "n", "rho"]
-    reps = counts["trials"].to_numpy()
-    rows = counts.loc[counts.index.repeat(reps), keys + ["measure"]].reset_index(drop=True)
-    first = np.repeat(np.cumsum(reps) - reps, reps)
-    ok = (np.arange(len(rows)) - first < np.repeat(counts["successes"].to_numpy(), reps))
-    for measure in counts["measure"].unique():
-        rows[f"ok_{measure}"] = np.where(rows["measure"] == measure, ok.astype(float), np.nan)
-    trials = rows.drop(columns="measure").assign(part="trial", unit="trials")
-    table = pd.concat([pd.read_csv(tmp_path / "CFLR6_smoke_population.csv", low_memory=False),
-                       trials], ignore_index=True)
     params = get("CFLR6").config("smoke").values
+    table = committed_units(rec, tmp_path, params)
     v = get("CFLR6").analyze(table, params,
                              lambda key: unit_rng(rec.seed, "CFLR6", "analyze_" + key))
     assert (v.verdict, v.summary, v.scope, v.cells) == (rec.rule_verdict, rec.summary, rec.scope,

@@ -510,6 +510,21 @@ def _points(cellrows, sweeps, var, deltas, delta_base, delta_fit_max):
     return [(n, ib, _x(var, cellrows[n], delta_base)) for n in sweeps[var]]
 
 
+def _slope_interval(x, y, by, conf):
+    """The log-log slope of ``y`` on ``x`` and its bootstrap interval at ``conf`` from the
+    resampled ``by`` (one row per resample; a row with a value <= 0 has no slope), widened to
+    hold the estimate, and the share of resamples that had a slope."""
+    u = np.log(x) - np.log(x).mean()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bs = np.where(np.all(by > 0, axis=1),
+                      (np.log(np.where(by > 0, by, 1.0)) @ u) / (u @ u), np.nan)
+    est = ols_slope(x, y)
+    lo, hi = _percentile(bs, conf)
+    if np.isfinite(est):
+        lo, hi = min(lo, est), max(hi, est)
+    return est, lo, hi, float(np.isfinite(bs).mean())
+
+
 def _percentile(a, confidence):
     a = a[np.isfinite(a)]
     if not a.size:
@@ -540,14 +555,7 @@ def slopes(cellrows, boot, params, confidence=None, delta_fit_max=None):
                 continue
             y = np.array([byname[n][f"eps0_{deltas[i]:g}"] for n, i, _ in pts])
             by = np.column_stack([boot[(loss, n, int(j))][:, i] for n, i, _ in pts])
-            u = np.log(x) - np.log(x).mean()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                bs = np.where(np.all(by > 0, axis=1),
-                              (np.log(np.where(by > 0, by, 1.0)) @ u) / (u @ u), np.nan)
-            est = ols_slope(x, y)
-            lo, hi = _percentile(bs, conf)
-            if np.isfinite(est):
-                lo, hi = min(lo, est), max(hi, est)
+            est, lo, hi, positive = _slope_interval(x, y, by, conf)
             terms = {}
             for t in TERMS:
                 tv = [byname[n][t] * (p["delta_base"] / d) ** (1.5 if t == "C" else 1.0)
@@ -599,19 +607,12 @@ def mis_slopes(cellrows, boot, params, confidence=None, share_min=None):
             y = np.array([byname[n]["mis_excess"] for n in names])
             by = np.column_stack([boot[(loss, n, int(j))][:, ib]
                                   - boot[(loss, n, int(j), "oracle")][:, ib] for n in names])
-            u = np.log(x) - np.log(x).mean()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                bs = np.where(np.all(by > 0, axis=1),
-                              (np.log(np.where(by > 0, by, 1.0)) @ u) / (u @ u), np.nan)
-            est = ols_slope(x, y)
-            lo, hi = _percentile(bs, conf)
-            if np.isfinite(est):
-                lo, hi = min(lo, est), max(hi, est)
+            est, lo, hi, positive = _slope_interval(x, y, by, conf)
             terms = {t: ols_slope(x, [byname[n][t] for n in names]) for t in MIS_TERMS}
             g_lo, g_hi = sorted((sign * lo, sign * hi))
             rows.append(dict(row, x_min=x.min(), x_max=x.max(), slope=est, slope_lo=lo,
                              slope_hi=hi, **{f"slope_{t}": terms[t] for t in MIS_TERMS},
-                             boot_positive=float(np.isfinite(bs).mean()),
+                             boot_positive=positive,
                              growth=sign * est, growth_lo=g_lo, growth_hi=g_hi,
                              allowance=max(sign * terms[t] for t in MIS_TERMS)))
     return pd.DataFrame(rows)
