@@ -111,6 +111,11 @@ class IFCA(BaseEstimator):
         Iterations the kept run performed.
     lr_ : float
         Step size of the kept run.
+    converged_ : bool
+        Whether the kept run converged: with ``early_stop=True``, whether it was stopped by the
+        rule; otherwise whether one more iteration from ``coef_`` would change no assignment and
+        move every model by at most ``tol`` relative (the same rule, checked once at the end;
+        ``coef_`` is not changed by it). ``False`` gives a :class:`~mixlinreg.ConvergenceWarning`.
     result_ : IFCAResult
         All runs, for inspection (``result_.loss``, ``result_.diverged``, ...).
 
@@ -315,8 +320,10 @@ class IFCA(BaseEstimator):
         ConvergenceWarning
             When every run diverged or ended with a loss that is not finite (run 0 is kept; the
             message suggests a smaller ``lr`` and gives the features' scale), or
-            when ``early_stop=True`` and the kept run did not meet ``tol`` within ``n_iter``
-            iterations.
+            when the kept run did not converge (``converged_`` is False), whatever the options:
+            with ``early_stop=True`` it was not stopped within ``n_iter`` iterations; without it,
+            one more iteration would change an assignment or move a model by more than ``tol``
+            relative.
         EmptyClusterWarning
             When some of the ``n_clusters`` models of the kept run have no training machine (and
             some run did not diverge). A subclass of :class:`~mixlinreg.ConvergenceWarning`, so
@@ -391,9 +398,14 @@ class IFCA(BaseEstimator):
         best = kept_run(res, lambda: f"diverge_threshold={self.diverge_threshold!r}; try a smaller "
                                      f"lr (got {lrs.tolist()}): {step_scale_note(X)}")
         kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
-        if self.early_stop and kept_ok and not res.converged[best]:
+        self.converged_ = bool(kept_ok and (res.converged[best] if self.early_stop else
+                                            self._one_more_step_still(X, y, res, best,
+                                                                      lr_runs[best])))
+        if kept_ok and not self.converged_:
             warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
-                          "iterations; increase n_iter", ConvergenceWarning, stacklevel=2)
+                          "iterations (one more iteration would change an assignment or move a "
+                          "model by more than tol relative); increase n_iter or check lr",
+                          ConvergenceWarning, stacklevel=2)
         self.coef_ = res.theta[best].copy()
         self.labels_ = res.labels[best].copy()
         self.loss_ = float(res.loss[best])
@@ -409,6 +421,25 @@ class IFCA(BaseEstimator):
                           "restarts missed them; compare candidate n_clusters with bic(X, y)",
                           EmptyClusterWarning, stacklevel=2)
         return self
+
+    def _one_more_step_still(self, X, y, res, best, lr):
+        """Whether the kept run meets the early stop's rule without ``early_stop``: one more
+        iteration from its final models (the same options, one run) changes no machine's
+        assignment and moves every model by at most ``tol`` relative to its norm
+        (``max_j ||theta_j^+ - theta_j|| / ||theta_j||``, the norm floored at the smallest
+        positive float). The kept models are not changed by it."""
+        theta = res.theta[best]
+        step = ifca(X, y, theta[None], np.array([lr]), n_iter=1, averaging=self.averaging,
+                    local_steps=self.local_steps, method=self.method,
+                    diverge_threshold=self.diverge_threshold, shared=self.shared,
+                    **self._kernel_kwargs())
+        if step.diverged[0] or not np.array_equal(step.labels[0], res.labels[best]):
+            return False
+        k = theta.shape[0]
+        old = np.asarray(theta, dtype=np.float64).reshape(k, -1)
+        new = np.asarray(step.theta[0], dtype=np.float64).reshape(k, -1)
+        norm = np.maximum(np.linalg.norm(old, axis=1), np.finfo(np.float64).tiny)
+        return bool(np.max(np.linalg.norm(new - old, axis=1) / norm) <= self.tol)
 
     def _check_fitted(self):
         if not hasattr(self, "coef_"):

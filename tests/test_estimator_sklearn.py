@@ -349,3 +349,23 @@ def test_constraint_vocabulary():
     assert any(isinstance(c, Array) for c in PARAMETERS["participation"].members)
     with pytest.raises(TypeError, match="shared must be None or an array of shape"):
         check_param("shared", "all")
+
+
+def test_convergence_warning_without_early_stop():
+    """Issue 39: the kept run that did not converge warns whatever the options (before, only
+    ``early_stop=True`` warned); ``converged_`` says which, and ``coef_`` is not changed by the
+    check (it equals the last iterate of the same fit with the check's warning filtered)."""
+    import warnings
+
+    mix = mlr.make_mixture(m=20, n=50, d=5, k=1, R=1.0, sigma=0.1, rng=0)
+    with pytest.warns(mlr.ConvergenceWarning, match=r"did not meet tol=1e-06 within n_iter=3"):
+        short = mlr.IFCA(1, lr=0.01, n_init=1, n_iter=3, random_state=0).fit(mix.X, mix.y)
+    assert short.converged_ is False
+    np.testing.assert_array_equal(short.coef_, short.result_.theta[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", mlr.ConvergenceWarning)
+        long = mlr.IFCA(1, lr=0.5, n_init=1, n_iter=300, random_state=0).fit(mix.X, mix.y)
+    assert long.converged_ is True
+    # a looser tol accepts the short run's last step only if that step is below it
+    loose = mlr.IFCA(1, lr=0.01, n_init=1, n_iter=3, tol=10.0, random_state=0).fit(mix.X, mix.y)
+    assert loose.converged_ is True
