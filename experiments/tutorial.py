@@ -829,7 +829,7 @@ exercises.check_model_step(my_model_step)
 # %% [markdown]
 # **Exercise 8** (section 11). With `s` of the `m` machines taking part in a round, the expected
 # step of a model is what multiple of the step with every machine taking part (the models held
-# fixed)? The check measures it over many random rounds.
+# fixed)? The check runs every possible round on a few small problems: its mean step is exact.
 
 # %%
 def my_participation(s, m):

@@ -399,6 +399,59 @@ def test_deeper_checks_reject_the_wrong_answers(n, capsys):
     assert out.count(f"exercise {n}: not yet") == len(WRONG[n])
 
 
+#: Issue 39: answers a user found accepted (exercise 8) or whose hint named another mistake
+#: (exercise 6), and a rounded temperature (exercise 5). Each: (stub, the hint's words or None).
+ISSUE39_WRONG = {
+    5: {"0.033 (2 sigma^2 / n rounded at sigma = 0.5, n = 15)": (lambda s, n: 0.033, "exact"),
+        "2 sigma^2 / n rounded to 3 places": (lambda s, n: round(2 * s * s / n, 3), "exact")},
+    6: {"k d": (lambda k, d: k * d, "models only"),
+        "k d + 1": (lambda k, d: k * d + 1, "mixing weights are estimated"),
+        "(k - 1) + k d": (lambda k, d: (k - 1) + k * d, "noise variance"),
+        "k d + k + 1": (lambda k, d: k * d + k + 1, "only k - 1"),
+        "k d + 2k - 1 (a variance per model)": (lambda k, d: k * d + 2 * k - 1, "shared by all")},
+    8: {"s / (m - 1)": (lambda s, m: s / (m - 1), "exact"),
+        "(s + 1) / (m + 1)": (lambda s, m: (s + 1) / (m + 1), "exact"),
+        "s / m + 0.04": (lambda s, m: s / m + 0.04, "exact"),
+        "s / m + 1e-6": (lambda s, m: s / m + 1e-6, "exact")},
+}
+
+#: The right answer in two equivalent forms each. Exercise 6's k (d + 1) and k d + k are the
+#: issue's "two cancelling mistakes", but as counts they equal k d + (k - 1) + 1 for every k, d:
+#: no check on the number can (or should) reject them.
+ISSUE39_RIGHT = {
+    5: (lambda s, n: s ** 2 / (n / 2), lambda s, n: 2 * s * s / n),
+    6: (lambda k, d: k * (d + 1), lambda k, d: k * d + k),
+    8: (lambda s, m: 1 - (m - s) / m, lambda s, m: s * (1 / m)),
+}
+
+
+@pytest.mark.parametrize("n", sorted(ISSUE39_WRONG))
+def test_issue39_wrong_answers_rejected_with_their_hint(n, capsys):
+    check = EXERCISES[n][1]
+    for name, (fn, words) in ISSUE39_WRONG[n].items():
+        assert check(fn) is False, name
+        out = capsys.readouterr().out.strip().splitlines()
+        assert out[-1].startswith(f"exercise {n}: not yet"), (name, out)
+        assert words in out[-1], (name, out[-1])
+    for fn in ISSUE39_RIGHT[n]:
+        assert check(fn) is True
+        assert capsys.readouterr().out.strip().splitlines()[-1] == f"exercise {n}: correct"
+
+
+def test_participation_reference_is_exact():
+    # the mean over all C(m, s) rounds: s / m to rounding, at every probe
+    for s, m in exercises.PARTICIPATION_PROBES:
+        assert abs(exercises._mean_step_ratio(s, m) - s / m) <= 1e-12
+
+
+def test_nparam_hints_tell_the_mistakes_apart():
+    # no two named mistakes (nor a mistake and the right count) agree on every probe
+    right = lambda k, d: k * d + (k - 1) + 1  # noqa: E731
+    rows = [tuple(f(k, d) for k, d in exercises.NPARAM_PROBES)
+            for f in [right] + [f for f, _ in exercises.NPARAM_MISTAKES]]
+    assert len(set(rows)) == len(rows)
+
+
 @pytest.mark.parametrize("name", list(WRONG_ASSIGN))
 def test_check_assign_rejects(name):
     assert exercises.check_assign(WRONG_ASSIGN[name]) is False

@@ -282,7 +282,8 @@ def check_em_temperature(fn):
         if not gap <= 1e-6:
             return _verdict(5, False, f"at sigma = {sigma}, n = {n} soft IFCA's weights at your "
                                       f"temperature {got:.4g} differ from EM's posterior by up "
-                                      f"to {gap:.3f}")
+                                      f"to {gap:.3g} (they must agree to 1e-6: the temperature "
+                                      "is exact, a rounded number is not)")
     return _verdict(5, True, "")
 
 
@@ -306,11 +307,47 @@ def _bic_penalty_count(k, d, m=30, n=6):
     return (est.bic(X, y) - est.aic(X, y)) / (np.log(m) - 2.0)
 
 
+#: Exercise 6's hints: common wrong counts (as functions of k, d) and the mistake each makes. A
+#: wrong answer that equals one of them on every probe of :data:`NPARAM_PROBES` gets its hint.
+NPARAM_MISTAKES = (
+    (lambda k, d: k * d, "k d counts the models only: the mixing weights and the noise variance "
+                         "are estimated too"),
+    (lambda k, d: k * d + k - 1, "the noise variance sigma^2 is estimated too"),
+    (lambda k, d: k * d + 1, "the mixing weights are estimated too"),
+    (lambda k, d: k * d + k + 1, "the k mixing weights sum to 1: only k - 1 of them are free"),
+    (lambda k, d: k * d + 2 * k - 1, "one noise variance is shared by all models, not one per "
+                                     "model"),
+    (lambda k, d: k, "each of the k models has d coefficients"),
+    (lambda k, d: d, "there are k models of d coefficients each"),
+)
+
+
+def _nparam_hint(fn, got, ref):
+    """The hint for a wrong count: the mistake of :data:`NPARAM_MISTAKES` the answer equals on
+    every probe, or, if none, which way it is off."""
+    vals = []
+    for k, d in NPARAM_PROBES:
+        v, msg = _float_answer(6, fn, k, d)
+        if msg:
+            break
+        vals.append(v)
+    else:
+        for formula, hint in NPARAM_MISTAKES:
+            if all(abs(v - formula(k, d)) < 1e-6 for v, (k, d) in zip(vals, NPARAM_PROBES)):
+                return hint
+    return ("too many: the machines' assignments are not parameters (they are summed out of the "
+            "likelihood), and the k mixing weights have k - 1 free" if got > ref
+            else "too few: something estimated is not counted")
+
+
 def check_n_parameters(fn):
     """Exercise 6: ``fn(k, d) -> p``, the free parameters BIC charges for a mixture of k linear
-    regressions in d features (what :meth:`mixlinreg.IFCA.bic` counts).
+    regressions in d features (what :meth:`mixlinreg.IFCA.bic` counts, without ``shared``).
 
-    The reference is read off the estimator: on one fit, ``bic - aic = p (log m - 2)``.
+    The reference is read off the estimator: on one fit, ``bic - aic = p (log m - 2)``, at every
+    (k, d) of :data:`NPARAM_PROBES`; a wrong answer gets the hint of the mistake it matches
+    (:data:`NPARAM_MISTAKES`). A count is a number: a formula equal to the right one for every
+    k and d (``k (d + 1)`` is ``k d + (k - 1) + 1``) is the right count.
     """
     for k, d in NPARAM_PROBES:
         got, msg = _float_answer(6, fn, k, d)
@@ -319,8 +356,7 @@ def check_n_parameters(fn):
             return False
         ref = _bic_penalty_count(k, d)
         if not abs(got - ref) < 1e-6:
-            hint = ("the machines' assignments are not parameters: they are summed out of the "
-                    "likelihood" if got > ref else "something estimated is not counted")
+            hint = _nparam_hint(fn, got, ref)
             return _verdict(6, False, f"at k = {k}, d = {d} BIC counts {ref:.0f} parameters, "
                                       f"yours {got:g} ({hint})")
     return _verdict(6, True, "")
@@ -367,16 +403,20 @@ def check_model_step(fn):
     return _verdict(7, True, "")
 
 
-#: Exercise 8's probes: machines per round ``s`` out of ``m = 20``.
-PARTICIPATION_S = (4, 10, 16)
+#: Exercise 8's probes: (machines per round ``s``, machines ``m``), small enough that every one
+#: of the ``C(m, s)`` rounds is run.
+PARTICIPATION_PROBES = ((2, 6), (3, 7), (5, 8), (1, 5), (6, 7))
 
 
-def _mean_step_ratio(s, m=20, n=8, draws=400, rng=20):
-    """Measured: the mean over ``draws`` rounds of one IFCA step with ``s`` of ``m`` machines,
-    projected on the full-participation step, over its squared length."""
+def _mean_step_ratio(s, m, n=8):
+    """Exact: the mean over every round of ``s`` of the ``m`` machines (all ``C(m, s)`` subsets,
+    each equally likely, as ``participation=s`` draws them) of one IFCA step, projected on the
+    full-participation step, over its squared length."""
+    from itertools import combinations
+
     import mixlinreg as mlr
 
-    gen = np.random.default_rng(rng)
+    gen = np.random.default_rng(20)
     X = gen.standard_normal((m, n, 2))
     star = np.array([[3.0, 0.0], [-3.0, 0.0]])
     labels = np.arange(m) % 2
@@ -384,26 +424,30 @@ def _mean_step_ratio(s, m=20, n=8, draws=400, rng=20):
     init = star + np.array([[0.5, -0.5], [0.4, 0.3]])
     kw = dict(n_iter=1, dtype=np.float64, n_threads=1)
     full = mlr.ifca(X, y, init, 0.5, **kw).theta[0] - init
-    part = mlr.ifca(X, y, np.repeat(init[None], draws, 0), 0.5, participation=s, rng=rng + 1,
+    rounds = list(combinations(range(m), s))
+    mask = np.zeros((1, len(rounds), m), dtype=np.bool_)
+    for r, chosen in enumerate(rounds):
+        mask[0, r, list(chosen)] = True
+    part = mlr.ifca(X, y, np.repeat(init[None], len(rounds), 0), 0.5, participation=mask,
                     **kw).theta - init
     return float(np.sum(part.mean(0) * full) / np.sum(full * full))
 
 
-def check_participation(fn, tol=0.05):
+def check_participation(fn, rtol=1e-9):
     """Exercise 8: ``fn(s, m) -> r``: with ``s`` of the ``m`` machines taking part in a round
     (``participation=s``), the expected step of a model is ``r`` times the step with every
-    machine taking part (models held fixed). Measured over 400 random rounds at each ``s`` in
-    :data:`PARTICIPATION_S`, ``m = 20``; within ``tol``.
+    machine taking part (models held fixed). At each (s, m) of :data:`PARTICIPATION_PROBES` the
+    expectation is computed exactly, as the mean over all ``C(m, s)`` rounds; the answer must
+    match it to ``rtol`` (relative): the answer is exact.
     """
-    m = 20
-    for s in PARTICIPATION_S:
+    for s, m in PARTICIPATION_PROBES:
         got, msg = _float_answer(8, fn, s, m)
         if msg:
             print(msg)
             return False
-        meas = _mean_step_ratio(s, m)
-        print(f"  s = {s} of m = {m}: measured {meas:.3f}, yours {got:.3f}")
-        if not abs(got - meas) <= tol:
-            return _verdict(8, False, f"at s = {s} of m = {m} the mean step is {meas:.3f} of the "
-                                      f"full one, yours {got:.3f} (the server still divides by m)")
+        exact = _mean_step_ratio(s, m)
+        if not abs(got - exact) <= rtol * abs(exact):
+            return _verdict(8, False, f"at s = {s} of m = {m} the mean step over all rounds is "
+                                      f"{exact:.6g} of the full one, yours {got:.6g} (exact to "
+                                      f"{rtol:g} relative; the server still divides by m)")
     return _verdict(8, True, "")
