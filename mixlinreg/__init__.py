@@ -33,6 +33,7 @@ try:
         make_student_t_mixture,
     )
     from .estimator import IFCA
+    from .machines import split_by_machine, stack_machines
     from .ifca import (
         ConvergenceWarning,
         DataScaleWarning,
@@ -65,5 +66,5 @@ __all__ = [
     "Mixture", "Trial", "draw_trial", "make_mixture", "make_logistic_mixture",
     "make_student_t_mixture", "init_bernoulli", "init_close", "tie_shared",
     "baselines", "metrics", "adjusted_rand", "cluster_accuracy", "dist_matched", "dist_nearest",
-    "misclassification_rate", "pairwise_dist",
+    "misclassification_rate", "pairwise_dist", "stack_machines", "split_by_machine",
 ]

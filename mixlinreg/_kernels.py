@@ -52,8 +52,12 @@ EVALUATE, ITERATE = 0, 1
 
 #: What the machines hold: features ``X`` (m, n, d), response variants ``Y`` (C, m, n), each run's
 #: variant ``yidx`` (R,), and, when ``use_stats``, the sufficient statistics ``A`` (m, d, d) =
-#: ``X_i^T X_i``, ``Bv`` (C, m, d) = ``X_i^T y_i`` and ``cv`` (C, m) = ``y_i^T y_i``.
-Data = namedtuple("Data", "X Y yidx use_stats A Bv cv")
+#: ``X_i^T X_i``, ``Bv`` (C, m, d) = ``X_i^T y_i`` and ``cv`` (C, m) = ``y_i^T y_i``. ``counts``
+#: (m,) holds each machine's number of rows ``n_i``; with ``ragged`` (machines of unequal sizes,
+#: padded with zero rows to ``n = max n_i``) machine i reads only its first ``n_i`` rows and every
+#: mean over its rows divides by ``n_i`` (the wrapper refuses ``resample`` then). Without it every
+#: ``counts[i]`` is ``n`` and the iterations are those of the dense arrays, bit for bit.
+Data = namedtuple("Data", "X Y yidx use_stats A Bv cv counts ragged")
 #: The objective: per-sample loss ``code`` (:data:`LOSS_CODES`), Huber threshold ``delta``, ridge
 #: coefficient ``l2``, and ``nout``, the outputs of a model: 1 for the losses of a scalar
 #: prediction; C for the multinomial loss, whose model j of run r is the d x C matrix held as the
@@ -183,8 +187,8 @@ def _evaluate(i, rows, data, loss, pk, Pflat, L, out):
     d = ThF.shape[0]
     WF = ThF.shape[1]
     if data.use_stats:
-        # Q = A_i ThF (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n + penalty
-        n_all = data.X.shape[1]
+        # Q = A_i ThF (A_i = X_i^T X_i); F = (theta.Q - 2 b.theta + c) / n_i + penalty
+        n_all = data.counts[i]
         Q = Pflat[: d * WF].reshape((d, WF))
         np.dot(data.A[i], ThF, Q)
         for a in range(nf):
@@ -241,7 +245,7 @@ def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
     assigned model, added into ``gsum``; ``Pflat`` holds ``Q = A_i ThT`` from :func:`_evaluate`."""
     d = pk.ThT.shape[0]
     W = pk.nap * pk.k
-    n_all = data.X.shape[1]
+    n_all = data.counts[i]
     Q = Pflat[: d * W].reshape((d, W))
     cols = _target_columns(i, pk, asg, upd, it)
     for q in range(d):
@@ -345,7 +349,11 @@ def _machine(i, mode, rows, data, loss, upd, it, pk, Pflat, Rflat, Gflat, Tflat,
     """Machine i for every run of the sweep: :func:`_evaluate` (the first ``pk.nf`` runs; the
     others keep the assignment already in ``out.asg``, the certified path of :mod:`mixlinreg._gram`),
     then, with ``mode == ITERATE``, the machine's contribution at the assigned models
-    (:func:`_stats_gradient`, :func:`_gradient` or :func:`_local_model`)."""
+    (:func:`_stats_gradient`, :func:`_gradient` or :func:`_local_model`). Machines of unequal
+    sizes (``data.ragged``) use their own rows ``[0, n_i)`` in every sweep."""
+    if data.ragged:
+        ni = data.counts[i]
+        rows = Rows(0, ni, 0, ni)
     if pk.nf > 0:
         _evaluate(i, rows, data, loss, pk, Pflat, L, out)
     if mode == EVALUATE:

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _numerics
 from ._gram import gram_applicable
+from .machines import machine_arrays
 from ._validation import (
     PARAMETERS,
     PARTICIPATION_MEANINGS,
@@ -38,7 +39,7 @@ class _Problem:
     path); :func:`_run` hands it to the kernel of its ``method``.
     """
 
-    X: np.ndarray  # (m, n, d)
+    X: np.ndarray  # (m, n, d), zero-padded past each machine's n_i rows when ragged
     Y: np.ndarray  # (C, m, n)
     y_ndim: int
     yidx: np.ndarray  # (R,) response variant of each run
@@ -65,20 +66,22 @@ class _Problem:
     gram_memory: int
     shared: np.ndarray = None  # (d,) bool: coordinates all k models share (weight sharing)
     use_shared: bool = False
+    counts: np.ndarray = None  # (m,) int64: rows of each machine, n_i
+    ragged: bool = False  # some machine has fewer than n rows
 
     @classmethod
     def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
            resample, participation, y_index, theta_star, early_stop, tol, diverge_threshold,
-           trace, method, gram_memory, dtype, rng, shared=None):
+           trace, method, gram_memory, dtype, rng, shared=None, n_samples=None):
         # rng is checked whether or not this call draws from it (it only draws an int
         # participation), with the validator of the estimator, the baselines and the generators
         rng = as_generator(rng)
-        X, Y, y_ndim, dt, given = _check_data(X, y, dtype)
+        X, Y, y_ndim, dt, given, counts, ragged = _check_data(X, y, dtype, n_samples)
         m, n, d = X.shape
         l2, huber_delta = _check_objective(loss, l2, huber_delta, dt)
         # the underflow counterpart of check_start_finite's OverflowError (on the values given,
         # before the cast: a float64 1e-300 is 0 in float32)
-        check_data_scale(*given, dt, loss)
+        check_data_scale(*(given if not ragged else (X, Y)), dt, loss)
         theta, nout, lr = _check_runs(init, lr, d, dt, loss == "multinomial")
         R, k = theta.shape[0], theta.shape[1] // nout
         # every scalar option from the one table of bounds (mixlinreg._validation.PARAMETERS)
@@ -101,6 +104,11 @@ class _Problem:
                              f"C = {nout} columns per model), for loss='multinomial'; got {bad!r}")
         yidx = _check_y_index(y_index, y_ndim, Y.shape[0], R)
         resample, n_sub = _check_resample(resample, n, n_iter)
+        if ragged and resample:
+            raise ValueError(f"resample=True needs machines of equal sizes (its blocks of n' = "
+                             f"n // (2 n_iter) rows are shared by all machines), got sizes "
+                             f"{int(counts.min())} to {int(counts.max())}; use resample=False, or "
+                             f"give every machine the same number of rows")
         part, use_part = _check_participation(participation, n_iter, R, m, rng)
         star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt, nout)
         shared, use_shared = check_shared(shared, d)
@@ -109,31 +117,30 @@ class _Problem:
         method = _choose_method(method, loss=loss, resample=resample, averaging=averaging,
                                 participation=participation, trace=trace, dt=dt,
                                 gram_memory=gram_memory, R=R, m=m, n=n, d=d, k=k,
-                                use_shared=use_shared)
+                                use_shared=use_shared, ragged=ragged)
         return cls(X=X, Y=Y, y_ndim=y_ndim, yidx=yidx, theta=theta, nout=nout, lr=lr, loss=loss,
                    l2=l2, huber_delta=huber_delta, averaging=averaging, local_steps=local_steps,
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
                    trace=trace, method=method, gram_memory=gram_memory, shared=shared,
-                   use_shared=use_shared)
+                   use_shared=use_shared, counts=counts, ragged=ragged)
 
 
-def _check_data(X, y, dtype):
-    """X (m, n, d) and y (m, n) or (C, m, n) in the working dtype; returns X, Y (C, m, n), y.ndim, dtype."""
+def _check_data(X, y, dtype, n_samples=None):
+    """X and y in any form :mod:`mixlinreg.machines` takes (dense, lists of per-machine arrays,
+    padded with ``n_samples``) as X (m, n, d) and Y (C, m, n) in the working dtype; returns X, Y,
+    y.ndim, dtype, the values given (for the scale check before the cast), the machines' sizes
+    (m,) and whether they differ."""
     if dtype is None:
         xd = getattr(X, "dtype", None)
+        if xd is None and isinstance(X, (list, tuple)) and X:
+            xd = getattr(X[0], "dtype", None)
         dtype = xd if xd in (np.dtype(np.float32), np.dtype(np.float64)) else np.float64
     dt = check_param("dtype", dtype)
     X_in, y_in = X, y
-    X = check_array("X", X, ndim=3, dtype=dt)
-    m, n, d = X.shape
-    if min(m, n, d) < 1:
-        raise ValueError(f"X must have m, n, d >= 1, got shape {X.shape}")
-    y = check_array("y", y, ndim=(2, 3), dtype=dt)
+    X, y, counts, ragged = machine_arrays(X, y, n_samples, dt, y_ndim=(2, 3))
     Y = y[None] if y.ndim == 2 else y
-    if Y.shape[1:] != (m, n):
-        raise ValueError(f"y must have shape ({m}, {n}) or (C, {m}, {n}) to match X, got {y.shape}")
-    return X, Y, y.ndim, dt, (X_in, y_in)
+    return X, Y, y.ndim, dt, (X_in, y_in), counts, ragged
 
 
 def to_vectors(W):
@@ -267,8 +274,12 @@ def _check_theta_star(theta_star, C, d, dt, nout=1):
 
 
 def _choose_method(method, *, loss, resample, averaging, participation, trace, dt, gram_memory,
-                   R, m, n, d, k, use_shared=False):
+                   R, m, n, d, k, use_shared=False, ragged=False):
     """The path of the call: ``method`` checked against where it applies, ``"auto"`` resolved."""
+    if method == "gram" and ragged:
+        raise ValueError("method='gram' needs machines of equal sizes (its cluster Grams add up "
+                         "whole machines); use method='auto', 'data' or 'stats' with machines of "
+                         "unequal sizes")
     stats_ok = loss == "squared" and not resample and averaging == "gradient"
     if method == "stats" and not stats_ok:
         raise ValueError("method='stats' needs loss='squared', resample=False and averaging='gradient'")
@@ -276,7 +287,8 @@ def _choose_method(method, *, loss, resample, averaging, participation, trace, d
         raise ValueError("method='gram' does not take shared coordinates (its certified bounds "
                          "assume each model moves by its own machines only); use method='auto', "
                          "'data' or 'stats' with shared=")
-    gram_ok = gram_applicable(loss, resample, averaging, participation) and not use_shared
+    gram_ok = (gram_applicable(loss, resample, averaging, participation) and not use_shared
+               and not ragged)
     if method == "gram" and not gram_ok:
         raise ValueError("method='gram' needs loss='squared', resample=False, averaging='gradient' "
                          "and participation=None")

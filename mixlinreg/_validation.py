@@ -452,6 +452,7 @@ PARAMETERS = {
     "y_index": Either(None, Array("(R,) of int in [0, C)", "_problem._check_y_index")),
     "theta_star": Either(None, Array("(k', d) or (C, k', d)", "_problem._check_theta_star")),
     "early_stop": Flag(),
+    "fit_intercept": Flag(),
     "tol": Interval("float", low=0),
     "diverge_threshold": Either(Options(("auto",)), Interval("float", low=0, low_open=True)),
     "trace": Flag(),
@@ -462,6 +463,8 @@ PARAMETERS = {
     "rng": Seed(),
     "shared": Either(None, Array("(d,) of bool, or distinct int coordinates in [0, d)",
                                  "_problem.check_shared")),
+    # machines of unequal sizes given padded (mixlinreg.machines): rows used per machine
+    "n_samples": Either(None, Array("(m,) of int in [1, n]", "machines.machine_arrays")),
 }
 
 

@@ -19,6 +19,7 @@ from ._validation import (PARAMETERS, Either, Options, check_array, check_data_s
                           step_scale_note)
 from . import ifca as _ifca_module
 from ._problem import check_shared
+from .machines import machine_arrays
 from .inits import init_bernoulli, tie_shared
 from .ifca import ConvergenceWarning, DataScaleWarning, EmptyClusterWarning, ifca, kept_run
 
@@ -83,6 +84,11 @@ class IFCA(BaseEstimator):
         ``"gaussian"``: standard normal entries; an array is used as given.
     loss, l2, huber_delta, averaging, local_steps, early_stop, tol, diverge_threshold, method, dtype, n_threads
         As in :func:`ifca` (``diverge_threshold="auto"`` scales with the data).
+    fit_intercept : bool, default False
+        Fit an intercept per model: a column of ones is added to every machine's rows, and its
+        coefficient is ``intercept_``. ``l2`` penalizes the intercept too (it applies to every
+        coordinate the kernel fits), unlike scikit-learn's ``Ridge``. An ``init`` array may then be
+        (k, d) (intercepts start at 0) or (k, d + 1) (the last column the intercepts).
     random_state : None, int, SeedSequence or Generator, default None
         Source of the random initializations (numpy's ``default_rng`` reads it: an int or a
         SeedSequence gives the same starts at every ``fit``; a Generator is drawn from and
@@ -118,6 +124,13 @@ class IFCA(BaseEstimator):
         ``coef_`` is not changed by it). ``False`` gives a :class:`~mixlinreg.ConvergenceWarning`.
     result_ : IFCAResult
         All runs, for inspection (``result_.loss``, ``result_.diverged``, ...).
+    run_lr_ : ndarray (R,)
+        Step size of each run of ``result_``; ``kept_run_`` (int) is the index of the kept one.
+    intercept_ : ndarray (k,)
+        Intercept of each model (zeros unless ``fit_intercept``): the model of cluster j
+        predicts ``x . coef_[j] + intercept_[j]``.
+    n_samples_ : ndarray (m,) of int
+        Rows of each training machine (machines of unequal sizes: see :mod:`mixlinreg.machines`).
 
     Notes
     -----
@@ -173,7 +186,8 @@ class IFCA(BaseEstimator):
     def __init__(self, n_clusters=2, *, lr=0.1, n_init=10, n_iter=300, init="bernoulli",
                  loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
                  early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
-                 random_state=None, diverge_threshold="auto", shared=None, rng="deprecated"):
+                 random_state=None, diverge_threshold="auto", shared=None, fit_intercept=False,
+                 rng="deprecated"):
         self.n_clusters = n_clusters
         self.lr = lr
         self.n_init = n_init
@@ -192,6 +206,7 @@ class IFCA(BaseEstimator):
         self.random_state = random_state
         self.diverge_threshold = diverge_threshold
         self.shared = shared
+        self.fit_intercept = fit_intercept
         self.rng = rng
 
     #: What each parameter may be: the entries of the package's one table of bounds
@@ -201,7 +216,7 @@ class IFCA(BaseEstimator):
     _constraints = {**{name: PARAMETERS[name] for name in (
         "n_clusters", "lr", "n_init", "n_iter", "init", "loss", "l2", "huber_delta", "averaging",
         "local_steps", "early_stop", "tol", "method", "dtype", "n_threads", "random_state",
-        "diverge_threshold", "shared")},
+        "diverge_threshold", "shared", "fit_intercept")},
         # the estimator's models are vectors: no "multinomial" (fit says so first)
         "loss": Options(tuple(c for c in PARAMETERS["loss"].choices if c != "multinomial")),
         "rng": Either(Options(("deprecated",)), PARAMETERS["rng"])}
@@ -266,9 +281,12 @@ class IFCA(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (m, n, d)
+        X : array-like of shape (m, n, d), or a list of m arrays of shape (n_i, d)
             Features of the m training machines, n rows each; cast to ``dtype``, finite.
-        y : array-like of shape (m, n)
+            Machines of unequal sizes as a list of their arrays (:mod:`mixlinreg.machines`;
+            :func:`mixlinreg.split_by_machine` reads a long table): each machine's loss is then
+            the mean over its own rows, and every machine counts once.
+        y : array-like of shape (m, n), or a list of m arrays of shape (n_i,)
             Responses of the machines (for ``loss="logistic"``: values in [0, 1]); finite. The
             3-d ``y`` (C, m, n) that :func:`ifca` takes with ``y_index`` is refused here.
 
@@ -362,57 +380,48 @@ class IFCA(BaseEstimator):
             raise ValueError("IFCA requires y to be passed, but the target y is None: y holds the "
                              "responses of the machines, shape (m, n)")
         X_given = X
-        X = check_array("X", X, ndim=3, dtype=dt)
-        y_checked = check_array("y", y, ndim=(2, 3), dtype=dt)
+        X, y_checked, counts, ragged = machine_arrays(X, y, None, dt)
         # the scale of the data as given (before the cast to dtype): a FloatingPointError where
         # the losses underflow (IFCA would return its start, blaming the data for empty models)
-        check_data_scale(X_given, y, dt, self.loss, where="IFCA.fit")
+        check_data_scale(*((X_given, y) if not (ragged or isinstance(X_given, (list, tuple)))
+                           else (X, y_checked)), dt, self.loss, where="IFCA.fit")
         d = X.shape[2]
-        if isinstance(self.init, str):  # "bernoulli" or "gaussian" (checked)
-            if self.init == "bernoulli":
-                theta0 = init_bernoulli(n_init, k, d, rng=gen, dtype=dt)
-            else:
-                theta0 = gen.standard_normal((n_init, k, d)).astype(dt)
-            scale = data_parameter_scale(X, y_checked)
-            if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
-                warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
-                              f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "
-                              "standardize y, or pass init scaled to the data", DataScaleWarning,
-                              stacklevel=2)
-        else:
-            theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
-            theta0 = theta0[None] if theta0.ndim == 2 else theta0
-            if theta0.shape[1:] != (k, d):
-                raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}), "
-                                 f"got {theta0.shape}")
-        if self.shared is not None and isinstance(self.init, str):
-            theta0 = tie_shared(theta0, self.shared).astype(dt)
+        X = self._with_intercept(X, counts)
+        theta0 = self._starts(X, y_checked, d, n_init, k, dt, gen)
+        shared = self._shared_fit(d)
+        if shared is not None and isinstance(self.init, str):
+            theta0 = tie_shared(theta0, shared).astype(dt)
         n_starts = theta0.shape[0]
         # run r uses initialization r // len(lrs) and step size lrs[r % len(lrs)]
         runs0 = np.repeat(theta0, lrs.size, axis=0)
         lr_runs = np.tile(lrs, n_starts)
-        res = ifca(X, y, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
+        nsamp = counts if ragged else None
+        res = ifca(X, y_checked, runs0, lr_runs, n_iter=self.n_iter, averaging=self.averaging,
                    local_steps=self.local_steps, early_stop=self.early_stop, tol=self.tol,
                    method=self.method, trace=True, diverge_threshold=self.diverge_threshold,
-                   shared=self.shared, **self._kernel_kwargs())
+                   shared=shared, n_samples=nsamp, **self._kernel_kwargs())
         best = kept_run(res, lambda: f"diverge_threshold={self.diverge_threshold!r}; try a smaller "
                                      f"lr (got {lrs.tolist()}): {step_scale_note(X)}")
         kept_ok = not res.diverged[best] and np.isfinite(res.loss[best])  # some run did not diverge
         self.converged_ = bool(kept_ok and (res.converged[best] if self.early_stop else
-                                            self._one_more_step_still(X, y, res, best,
-                                                                      lr_runs[best])))
+                                            self._one_more_step_still(X, y_checked, nsamp, shared,
+                                                                      res, best, lr_runs[best])))
         if kept_ok and not self.converged_:
             warnings.warn(f"the kept run did not meet tol={self.tol} within n_iter={self.n_iter} "
                           "iterations (one more iteration would change an assignment or move a "
                           "model by more than tol relative); increase n_iter or check lr",
                           ConvergenceWarning, stacklevel=2)
-        self.coef_ = res.theta[best].copy()
+        self.coef_ = res.theta[best][:, :d].copy()
+        self.intercept_ = (res.theta[best][:, d].copy() if self.fit_intercept
+                           else np.zeros(k, dtype=res.theta.dtype))
+        self.n_samples_ = counts.copy()
         self.labels_ = res.labels[best].copy()
         self.loss_ = float(res.loss[best])
         self.loss_history_ = res.trace.loss[:, best].copy()
         self.n_iter_ = int(res.n_iter[best])
         self.lr_ = float(lr_runs[best])
         self.result_ = res
+        self.run_lr_, self.kept_run_ = lr_runs.copy(), int(best)
         self.n_features_in_ = d
         empty = np.setdiff1d(np.arange(k), self.labels_)
         if kept_ok and empty.size:
@@ -422,7 +431,7 @@ class IFCA(BaseEstimator):
                           EmptyClusterWarning, stacklevel=2)
         return self
 
-    def _one_more_step_still(self, X, y, res, best, lr):
+    def _one_more_step_still(self, X, y, n_samples, shared, res, best, lr):
         """Whether the kept run meets the early stop's rule without ``early_stop``: one more
         iteration from its final models (the same options, one run) changes no machine's
         assignment and moves every model by at most ``tol`` relative to its norm
@@ -431,8 +440,8 @@ class IFCA(BaseEstimator):
         theta = res.theta[best]
         step = ifca(X, y, theta[None], np.array([lr]), n_iter=1, averaging=self.averaging,
                     local_steps=self.local_steps, method=self.method,
-                    diverge_threshold=self.diverge_threshold, shared=self.shared,
-                    **self._kernel_kwargs())
+                    diverge_threshold=self.diverge_threshold, shared=shared,
+                    n_samples=n_samples, **self._kernel_kwargs())
         if step.diverged[0] or not np.array_equal(step.labels[0], res.labels[best]):
             return False
         k = theta.shape[0]
@@ -441,21 +450,135 @@ class IFCA(BaseEstimator):
         norm = np.maximum(np.linalg.norm(old, axis=1), np.finfo(np.float64).tiny)
         return bool(np.max(np.linalg.norm(new - old, axis=1) / norm) <= self.tol)
 
+    def to_frame(self, kind="models"):
+        """The fitted estimator as a pandas DataFrame.
+
+        Parameters
+        ----------
+        kind : {"models", "machines", "history", "runs"}, default "models"
+            ``"models"``: one row per cluster model (``cluster``, ``n_machines`` assigned to it,
+            ``intercept`` with ``fit_intercept``, then ``coef_0 ... coef_{d-1}``).
+            ``"machines"``: one row per training machine (``machine``, ``cluster``, ``n_rows``,
+            its number of rows). ``"history"``: the kept run's training loss per iteration
+            (``iteration``, ``loss``). ``"runs"``: every run of the fit (as
+            :meth:`IFCAResult.to_frame`, with each run's ``lr`` and whether it is the ``kept``
+            one).
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=3, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> est = mlr.IFCA(n_clusters=2, n_init=4, random_state=1).fit(mix.X, mix.y)
+        >>> est.to_frame().columns.tolist()
+        ['cluster', 'n_machines', 'coef_0', 'coef_1', 'coef_2']
+        >>> est.to_frame("machines").shape
+        (20, 3)
+        """
+        import pandas as pd
+
+        self._check_fitted()
+        kinds = ("models", "machines", "history", "runs")
+        if not isinstance(kind, str) or kind not in kinds:
+            raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
+        k, d = self.coef_.shape
+        if kind == "models":
+            frame = pd.DataFrame(self.coef_, columns=[f"coef_{q}" for q in range(d)])
+            if self.fit_intercept:
+                frame.insert(0, "intercept", self.intercept_)
+            frame.insert(0, "n_machines", np.bincount(self.labels_, minlength=k))
+            frame.insert(0, "cluster", np.arange(k))
+            return frame
+        if kind == "machines":
+            return pd.DataFrame({"machine": np.arange(self.labels_.size), "cluster": self.labels_,
+                                 "n_rows": self.n_samples_})
+        if kind == "history":
+            return pd.DataFrame({"iteration": np.arange(self.loss_history_.size),
+                                 "loss": self.loss_history_})
+        frame = self.result_.to_frame("runs")
+        frame["lr"] = self.run_lr_
+        frame["kept"] = frame["run"] == self.kept_run_
+        return frame
+
     def _check_fitted(self):
         if not hasattr(self, "coef_"):
             raise NotFittedError("this IFCA instance is not fitted yet; call fit(X, y) first")
 
-    def _evaluate(self, X, y):
+    def _starts(self, X, y, d, n_init, k, dt, gen):
+        """The starts (n_starts, k, dfit): ``n_init`` random ones for a string ``init`` (a
+        :class:`DataScaleWarning` when they are far larger than the data's models), or the
+        ``init`` array (with ``fit_intercept``, a (k, d) one gets intercepts 0)."""
+        dfit = X.shape[2]  # d, or d + 1 with the intercept's column of ones
+        if isinstance(self.init, str):  # "bernoulli" or "gaussian" (checked)
+            if self.init == "bernoulli":
+                theta0 = init_bernoulli(n_init, k, dfit, rng=gen, dtype=dt)
+            else:
+                theta0 = gen.standard_normal((n_init, k, dfit)).astype(dt)
+            scale = data_parameter_scale(X, y)
+            if scale < 1e-2:  # entries of the random inits are ~0.5-1, 50x more
+                warnings.warn(f"the data's parameters are on the scale {scale:.3g} (rms(y) / (rms(X) "
+                              f"sqrt(d))) while init={self.init!r} draws entries of size ~1: "
+                              "standardize y, or pass init scaled to the data", DataScaleWarning,
+                              stacklevel=3)
+        else:
+            theta0 = check_array("init", self.init, ndim=(2, 3), dtype=dt)
+            theta0 = theta0[None] if theta0.ndim == 2 else theta0
+            shapes = ((k, d),) + (((k, dfit),) if dfit != d else ())
+            if theta0.shape[1:] not in shapes:
+                extra = (f" (the models of the features, intercepts starting at 0) or ({k}, "
+                         f"{dfit}) (the last column the intercepts) with fit_intercept=True"
+                         if dfit != d else "")
+                raise ValueError(f"init must have shape ({k}, {d}) or (n_init, {k}, {d}){extra}, "
+                                 f"got {theta0.shape}")
+            if theta0.shape[2] != dfit:
+                theta0 = np.concatenate([theta0, np.zeros(theta0.shape[:2] + (1,), dtype=dt)],
+                                        axis=2)
+        return theta0
+
+    def _shared_fit(self, d):
+        """``shared`` as the mask of the models :func:`ifca` fits: with ``fit_intercept`` the
+        intercept (a last coordinate) is never shared."""
+        if self.shared is None:
+            return None
+        mask = check_shared(self.shared, d)[0]
+        return np.append(mask, False) if self.fit_intercept else mask
+
+    def _with_intercept(self, X, counts):
+        """``X`` with a column of ones on each machine's own rows when ``fit_intercept`` (the
+        padding stays zero, so it is still never read), else ``X``."""
+        if not self.fit_intercept:
+            return X
+        ones = (np.arange(X.shape[1])[None, :] < counts[:, None]).astype(X.dtype)
+        return np.ascontiguousarray(np.concatenate([X, ones[:, :, None]], axis=2))
+
+    def _models(self):
+        """The fitted models as :func:`ifca` runs them: ``coef_``, with ``intercept_`` as a last
+        column when ``fit_intercept``."""
+        if not self.fit_intercept:
+            return self.coef_
+        return np.concatenate([self.coef_, self.intercept_[:, None]], axis=1)
+
+    def _machines(self, X, y, dtype):
+        """The machines to evaluate in any form :meth:`fit` takes (and one machine's (n, d), (n,)),
+        checked against ``n_features_in_``: padded X (with the intercept's column), y, sizes,
+        whether ragged."""
         self._check_fitted()
-        X = np.asarray(X)
-        y = np.asarray(y)
-        if X.ndim == 2 and y.ndim == 1:  # a single machine
-            X, y = X[None], y[None]
-        if X.ndim != 3 or X.shape[-1] != self.n_features_in_:
-            raise ValueError(f"X must have shape (m, n, {self.n_features_in_}) (or (n, "
-                             f"{self.n_features_in_}) for one machine with a 1-d y): the model was "
-                             f"fitted with d = {self.n_features_in_} features, got shape {X.shape}")
-        return ifca(X, y, self.coef_, 1.0, n_iter=0, **self._kernel_kwargs())
+        dfeat = self.n_features_in_
+        if not isinstance(X, (list, tuple)) and np.ndim(X) == 2 and np.ndim(y) == 1:
+            X, y = np.asarray(X)[None], np.asarray(y)[None]  # a single machine
+        if not isinstance(X, (list, tuple)) and (np.ndim(X) != 3 or np.shape(X)[-1] != dfeat):
+            raise ValueError(f"X must have shape (m, n, {dfeat}) (or (n, {dfeat}) for one machine "
+                             f"with a 1-d y, or a list of m arrays (n_i, {dfeat})): the model was "
+                             f"fitted with d = {dfeat} features, got shape {np.shape(X)}")
+        X, y, counts, ragged = machine_arrays(X, y, None, dtype)
+        if X.shape[2] != dfeat:
+            raise ValueError(f"X must have d = {dfeat} features per row (the model was fitted "
+                             f"with d = {dfeat}), got {X.shape[2]}")
+        return self._with_intercept(X, counts), y, counts, ragged
+
+    def _evaluate(self, X, y):
+        Xf, yf, counts, ragged = self._machines(X, y, self.dtype)
+        return ifca(Xf, yf, self._models(), 1.0, n_iter=0, n_samples=counts if ragged else None,
+                    **self._kernel_kwargs())
 
     def predict(self, X, y):
         """Cluster of each machine: ``argmin_j F_i(coef_j)`` on its data ``X`` (m, n, d), ``y`` (m, n).
@@ -557,25 +680,24 @@ class IFCA(BaseEstimator):
         if self.loss != "squared":
             raise ValueError(f"bic/aic are defined for loss='squared' (Gaussian noise), got "
                              f"loss={self.loss!r}")
-        X = check_array("X", X, ndim=3, dtype=np.float64)
-        y = check_array("y", y, ndim=2, dtype=np.float64)
-        m, n, d = X.shape
-        if d != self.n_features_in_ or y.shape != (m, n):
-            raise ValueError(f"X, y must have shapes (m, n, {self.n_features_in_}) and (m, n), got "
-                             f"{X.shape} and {y.shape}")
-        theta = np.asarray(self.coef_, dtype=np.float64)
+        X, y, counts, _ = self._machines(X, y, np.float64)
+        m = X.shape[0]
+        theta = np.asarray(self._models(), dtype=np.float64)
         k = theta.shape[0]
-        # rss[i, j] = ||y_i - X_i theta_j||^2
+        # rss[i, j] = ||y_i - X_i theta_j||^2 over machine i's own rows (the padding is zero in
+        # X and y, so its residuals are zero)
         rss = np.square(y[:, :, None] - np.einsum("mnd,kd->mnk", X, theta)).sum(axis=1)
         a = np.argmin(rss, axis=1)
         total = float(rss[np.arange(m), a].sum())
         # noise variance: the hard-assignment MLE, floored at float64 resolution of y's scale so
         # that noiseless data (sigma = 0) give a large finite likelihood instead of +inf
-        var = max(total / (m * n), np.finfo(np.float64).eps * max(float(np.mean(y * y)), 1e-300))
+        rows = float(counts.sum())
+        var = max(total / rows, np.finfo(np.float64).eps * max(float(np.sum(y * y)) / rows, 1e-300))
         weights = np.bincount(a, minlength=k) / m
         with np.errstate(divide="ignore"):
             logw = np.log(weights)
-        comp = logw[None, :] - 0.5 * n * np.log(2 * np.pi * var) - rss / (2 * var)
+        comp = (logw[None, :] - 0.5 * counts[:, None] * np.log(2 * np.pi * var)
+                - rss / (2 * var))
         return float(logsumexp(comp, axis=1).sum()), m
 
     def _n_parameters(self):
@@ -583,7 +705,7 @@ class IFCA(BaseEstimator):
         s = 0
         if self.shared is not None:
             s = int(check_shared(self.shared, d)[0].sum())
-        return k * (d - s) + s + (k - 1) + 1
+        return k * (d - s) + s + (k if self.fit_intercept else 0) + (k - 1) + 1
 
     @_criterion_doc("BIC")
     def bic(self, X, y):

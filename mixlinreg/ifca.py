@@ -148,13 +148,73 @@ class IFCAResult:
     trace: IFCATrace | None = None
     path_stats: dict | None = None
 
+    def to_frame(self, kind="runs"):
+        """The result as a pandas DataFrame, in long form.
+
+        Parameters
+        ----------
+        kind : {"runs", "labels", "models", "trace"}, default "runs"
+            ``"runs"``: one row per run (``run``, ``loss``, ``diverged``, ``converged``,
+            ``n_iter``). ``"labels"``: one row per run and machine (``run``, ``machine``,
+            ``cluster``). ``"models"``: one row per run and model (``run``, ``cluster``, then
+            ``theta_0 ... theta_{d-1}``; for the multinomial loss ``theta_<q>_<c>``, feature q
+            and class c). ``"trace"`` (a call with ``trace=True``): one row per iteration and
+            run (``iteration``, ``run``, ``loss``; ``dist_matched`` when ``theta_star`` was
+            given).
+
+        Examples
+        --------
+        >>> import mixlinreg as mlr
+        >>> mix = mlr.make_mixture(m=20, n=50, d=5, k=2, R=1.0, sigma=0.1, rng=0)
+        >>> res = mlr.ifca(mix.X, mix.y, mlr.init_close(mix.theta_star, 0.25, n_runs=3, rng=1),
+        ...                lr=0.1, n_iter=100)
+        >>> res.to_frame().columns.tolist()
+        ['run', 'loss', 'diverged', 'converged', 'n_iter']
+        >>> res.to_frame("labels").shape
+        (60, 3)
+        """
+        import pandas as pd
+
+        kinds = ("runs", "labels", "models", "trace")
+        if not isinstance(kind, str) or kind not in kinds:
+            raise ValueError(f"kind must be one of {kinds}, got {kind!r}")
+        R = self.loss.shape[0]
+        if kind == "runs":
+            return pd.DataFrame({"run": np.arange(R), "loss": self.loss,
+                                 "diverged": self.diverged, "converged": self.converged,
+                                 "n_iter": self.n_iter})
+        if kind == "labels":
+            m = self.labels.shape[1]
+            return pd.DataFrame({"run": np.repeat(np.arange(R), m),
+                                 "machine": np.tile(np.arange(m), R),
+                                 "cluster": self.labels.reshape(-1)})
+        if kind == "models":
+            k = self.theta.shape[1]
+            flat = self.theta.reshape(R * k, -1)
+            names = ([f"theta_{q}" for q in range(self.theta.shape[2])] if self.theta.ndim == 3
+                     else [f"theta_{q}_{c}" for q in range(self.theta.shape[2])
+                           for c in range(self.theta.shape[3])])
+            frame = pd.DataFrame(flat, columns=names)
+            frame.insert(0, "cluster", np.tile(np.arange(k), R))
+            frame.insert(0, "run", np.repeat(np.arange(R), k))
+            return frame
+        if self.trace is None:
+            raise ValueError("to_frame('trace') needs a result with a trace: call ifca(..., "
+                             "trace=True)")
+        T1 = self.trace.loss.shape[0]
+        out = {"iteration": np.repeat(np.arange(T1), R), "run": np.tile(np.arange(R), T1),
+               "loss": self.trace.loss.reshape(-1)}
+        if self.trace.dist is not None:
+            out["dist_matched"] = self.trace.dist_matched().reshape(-1)
+        return pd.DataFrame(out)
+
 
 def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          averaging="gradient", local_steps=1, resample=False, participation=None,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
          gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, kernel=None,
-         shared=None, backend=None):
+         shared=None, backend=None, n_samples=None):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -178,9 +238,14 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
 
     Parameters
     ----------
-    X : array (m, n, d)
-        Features of m machines with n rows each.
-    y : array (m, n) or (C, m, n)
+    X : array (m, n, d), or a list of m arrays (n_i, d)
+        Features of m machines with n rows each; machines of unequal sizes as a list of their
+        arrays (or padded to n rows with ``n_samples``; see :mod:`mixlinreg.machines`). Then
+        machine i's loss ``F_i`` is the mean over its own n_i rows and every machine counts once
+        in the training loss ``(1/m) sum_i min_j F_i``; ``resample=True``, ``method="gram"`` and
+        ``kernel="jax"`` need equal sizes. With equal sizes a list gives the dense result bit for
+        bit.
+    y : array (m, n) or (C, m, n), or a list of m arrays (n_i,)
         Responses; a 3-d array holds C variants sharing ``X`` (for example every (R, sigma) cell of a
         Figure 2 trial), selected per run by ``y_index``. For ``loss="multinomial"``: class labels,
         integers in ``[0, C)`` (as numbers of the working dtype).
@@ -265,6 +330,11 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         function's validation, so bad input gets the same error from either.
     backend : {None, "numba", "jax"}, default None
         The former name of ``kernel`` (a ``FutureWarning`` says so; giving both is an error).
+    n_samples : None or int array (m,), optional
+        Machines of unequal sizes given padded: machine i holds the first ``n_samples[i]`` rows
+        of ``X[i]`` and ``y[i]`` (integers in [1, n]); the padding is never read and may hold
+        anything (NaN too). Not with lists (their lengths are the sizes).
+        :func:`mixlinreg.stack_machines` makes this form from lists.
 
     shared : None, bool array (d,) or sequence of ints, optional
         Weight sharing (Section 4.3 of the long version, 4.1 of the NeurIPS version): the
@@ -327,7 +397,10 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        participation=participation, y_index=y_index, theta_star=theta_star,
                        early_stop=early_stop, tol=tol, diverge_threshold=diverge_threshold,
                        trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng,
-                       shared=shared)
+                       shared=shared, n_samples=n_samples)
+    if kernel == "jax" and prob.ragged:
+        raise ValueError("kernel='jax' needs machines of equal sizes (its iterations take means "
+                         "over whole machines); use kernel='numba' for machines of unequal sizes")
     n_threads = check_param("n_threads", n_threads,
                             NUMBA_NUM_THREADS=numba.config.NUMBA_NUM_THREADS)
     threads = numba.get_num_threads() if n_threads is None else n_threads
@@ -367,7 +440,7 @@ def _run(prob, threads):
         A = np.zeros((1, 1, 1), dtype=dt)
         Bv = np.zeros((1, 1, 1), dtype=dt)
         cv = np.zeros((1, 1), dtype=np.float64)
-    data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv)
+    data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv, prob.counts, prob.ragged)
     loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
     upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part,
                  prob.use_shared, prob.shared)

@@ -146,7 +146,7 @@ def naive_loss_table(theta, X, y, rows, loss, l2, delta):
 
     Models that are bitwise identical get exactly the loss of the lowest-indexed copy (spec, step 1).
     """
-    m = X.shape[0]
+    m = len(X)
     k = theta.shape[0]
     L = np.empty((m, k), dtype=theta.dtype)
     for i in range(m):
@@ -159,7 +159,7 @@ def naive_loss_table(theta, X, y, rows, loss, l2, delta):
             if copy_of < j:
                 L[i, j] = L[i, copy_of]
             else:
-                L[i, j] = naive_F(theta[j], X[i, rows], y[i, rows], loss, l2, delta)
+                L[i, j] = naive_F(theta[j], X[i][rows], y[i][rows], loss, l2, delta)
     return L
 
 
@@ -194,6 +194,9 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                diverge_threshold=1e10, dtype=np.float64, shared=None):
     """Reference IFCA, one run, one iteration, one machine, one model at a time.
 
+    ``X`` a list of m arrays (n_i, d) and ``y`` a list of m arrays (n_i,): machines of unequal
+    sizes, each machine's loss the mean over its own rows (no resampling).
+
     ``shared`` (a list of coordinates, feature rows of matrix models): weight sharing. After the
     per-model update, those coordinates of every model are replaced by one value computed from
     ALL participating machines: option I ``w - lr/m sum_i grad F_i(theta_{a_i})[shared]``, option
@@ -208,16 +211,24 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
     if averaging not in ("gradient", "model"):
         raise ValueError(f"unknown averaging {averaging!r}")
     dt = np.dtype(dtype)
-    X = np.asarray(X, dtype=dt)
-    m, n, d = X.shape
-    y = np.asarray(y, dtype=dt)
+    ragged = isinstance(X, list)  # machines of unequal sizes: X[i] (n_i, d), y[i] (n_i,)
+    if ragged:
+        if resample:
+            raise ValueError("the reference resamples machines of equal sizes only")
+        X = [np.asarray(Xi, dtype=dt) for Xi in X]
+        m, n, d = len(X), None, X[0].shape[1]
+        y = [[np.asarray(yi, dtype=dt) for yi in y]]  # one response variant
+    else:
+        X = np.asarray(X, dtype=dt)
+        m, n, d = X.shape
+        y = np.asarray(y, dtype=dt)
     init = np.asarray(init, dtype=dt)
     model_ndim = 2 if loss == "multinomial" else 1  # a model is (d, C) or (d,)
     if init.ndim == model_ndim + 1:
         init = init[None]
     R, k = init.shape[:2]
-    if y.ndim == 2:
-        y_var = y[None]
+    if ragged or y.ndim == 2:
+        y_var = y if ragged else y[None]
         y_idx = np.zeros(R, dtype=np.int64)
     else:
         y_var = y
@@ -251,7 +262,7 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
     tr_loss = np.zeros((n_iter + 1, R), dtype=dt)
     tr_dist = None if ts_var is None else np.zeros((n_iter + 1, R, k, ts_var.shape[1]), dtype=dt)
 
-    all_rows = slice(0, n)
+    all_rows = slice(None)  # every row of the machine (its own n_i when ragged)
     for r in range(R):
         yr = y_var[y_idx[r]]
         tsr = None if ts_var is None else ts_var[y_idx[r]]
@@ -283,7 +294,7 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                     acc = np.zeros_like(theta[j])
                     for i in range(m):
                         if P[t, r, i] and a[i] == j:
-                            acc = acc + naive_grad(theta[j], X[i, G], yr[i, G], loss, l2, delta)
+                            acc = acc + naive_grad(theta[j], X[i][G], yr[i][G], loss, l2, delta)
                     new[j] = theta[j] - lr_r / m * acc
                 else:
                     acc = np.zeros_like(theta[j])
@@ -292,7 +303,7 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                         if P[t, r, i] and a[i] == j:
                             th = theta[j].copy()
                             for _ in range(local_steps):
-                                th = th - lr_r * naive_grad(th, X[i, G], yr[i, G], loss, l2, delta)
+                                th = th - lr_r * naive_grad(th, X[i][G], yr[i][G], loss, l2, delta)
                             acc = acc + th
                             count += 1
                     if count > 0:
@@ -307,11 +318,11 @@ def naive_ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delt
                         continue
                     mine = theta[a[i]]
                     if averaging == "gradient":
-                        acc = acc + naive_grad(mine, X[i, G], yr[i, G], loss, l2, delta)[sh]
+                        acc = acc + naive_grad(mine, X[i][G], yr[i][G], loss, l2, delta)[sh]
                     else:
                         th = mine.copy()
                         for _ in range(local_steps):
-                            th = th - lr_r * naive_grad(th, X[i, G], yr[i, G], loss, l2, delta)
+                            th = th - lr_r * naive_grad(th, X[i][G], yr[i][G], loss, l2, delta)
                         acc = acc + th[sh]
                     count += 1
                 if averaging == "gradient":

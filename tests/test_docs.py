@@ -179,7 +179,7 @@ def test_gallery_sections_and_mini_galleries(built):
         assert value in soft and value in lesson, key
 
 
-STANDALONE = {"os", "sys", "tempfile", "warnings", "numpy", "scipy", "matplotlib", "seaborn",
+STANDALONE = {"os", "sys", "tempfile", "warnings", "numpy", "scipy", "sklearn", "matplotlib", "seaborn",
               "pandas", "mixlinreg"}
 
 

@@ -67,6 +67,8 @@ def _flag_calls():
         ("ifca", "trace"): lambda v: mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=1, trace=v),
         ("IFCA.__init__", "early_stop"): lambda v: mlr.IFCA(2, n_init=1, n_iter=1,
                                                           early_stop=v).fit(mix.X, mix.y),
+        ("IFCA.__init__", "fit_intercept"): lambda v: mlr.IFCA(2, n_init=1, n_iter=1,
+                                                             fit_intercept=v).fit(mix.X, mix.y),
         ("softmax_loss_grad", "grad"): lambda v: softmax_loss_grad(W, Xd, yd, 0.0, grad=v),
         ("run_digits", "progress"): lambda v: run_digits(1, m=4, n=5, k=2, rounds=1, progress=v),
         ("run_experiment", "progress"): lambda v: run_experiment(load_config("fig2a", "smoke"),

@@ -205,7 +205,7 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     Sattler, Mueller, Samek, "Clustered Federated Learning" (NeurIPS 2019 FL workshop;
     IEEE TNNLS 2021), criteria (5), (6) and Algorithms 1, 2.
     """
-    X, y = check_data(X, y)
+    X, y, n_samples = check_data(X, y, n_samples)
     check_choice("loss", loss, LOSSES)
     check_scale(X, y, loss, "cfl")
     l2 = check_l2(l2)

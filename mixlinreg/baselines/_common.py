@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_array, check_choice, check_data_scale, check_float, check_int
+from ..machines import machine_arrays
 from ..losses import CODES, KERNEL_CODES, curvature_bound, derivative_array, multinomial_derivative
 
 #: The only loss the closed-form baselines support.
@@ -26,13 +27,26 @@ def warn_diverged(method, diverged, hint="lower lr"):
     return diverged
 
 
-def check_data(X, y):
-    """``X`` (m, n, d) and ``y`` (m, n) as finite C-contiguous float64 arrays."""
-    X = check_array("X", X, ndim=3, dtype=np.float64)
-    m, n, d = X.shape
-    if min(m, n, d) < 1:
-        raise ValueError(f"X must have m, n, d >= 1, got shape {X.shape}")
-    y = check_array("y", y, shape=(m, n), dtype=np.float64)
+def check_data(X, y, n_samples=None):
+    """The machines' data in any form :mod:`mixlinreg.machines` takes (dense ``X`` (m, n, d) and
+    ``y`` (m, n), lists of per-machine arrays, or padded arrays with ``n_samples``) as finite
+    C-contiguous float64 arrays, zero-padded, and ``n_samples``: the machines' sizes (m,) when
+    they differ, else None (every machine uses its n rows, the dense path bit for bit)."""
+    X, y, counts, ragged = machine_arrays(X, y, n_samples, np.float64)
+    return X, y, (counts if ragged else None)
+
+
+def check_data_rescaled(X, y):
+    """:func:`check_data` for the closed-form least-squares baselines, which average over all
+    ``n`` rows of every machine: machines of unequal sizes come back with machine i's rows (and
+    responses) multiplied by ``sqrt(n / n_i)`` (the padding stays zero), so that its mean squared
+    residual over the ``n`` padded rows is the mean over its own ``n_i`` rows. Each machine's loss
+    is then its own mean, as in :func:`mixlinreg.ifca`; equal sizes are returned unchanged."""
+    X, y, n_samples = check_data(X, y)
+    if n_samples is not None:
+        c = np.sqrt(X.shape[1] / n_samples)
+        X = X * c[:, None, None]
+        y = y * c[:, None]
     return X, y
 
 

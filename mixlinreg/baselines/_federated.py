@@ -32,7 +32,7 @@ class _Problem:
     models' ``shape``, the rows' ``weights`` and the machines' ``counts``, and ``grad(idx, T)``."""
 
     def __init__(self, X, y, loss, n_classes, l2, huber_delta, n_samples, init, method):
-        self.X, self.y = check_data(X, y)
+        self.X, self.y, n_samples = check_data(X, y, n_samples)
         check_choice("loss", loss, LOSSES)
         check_scale(self.X, self.y, loss, method)
         self.delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
@@ -310,7 +310,7 @@ def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_d
     >>> res.labels.tolist(), res.theta.round(6).ravel().tolist()
     ([0, 0, 1, 1], [0.1, 5.1])
     """
-    X, y = check_data(X, y)
+    X, y, n_samples = check_data(X, y, n_samples)
     d = X.shape[2]
     check_choice("loss", loss, LOSSES)
     multi = loss == "multinomial"

@@ -287,6 +287,7 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     """
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    X, y, n_samples = check_data(X, y, n_samples)  # lists of machines: padded, their sizes
     X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape = _checked(
         X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2,
         (loss, penalty, huber_delta, n_classes), max_pair_floats)
@@ -392,7 +393,7 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
     """:func:`fpfc`'s arguments checked (a ``ValueError`` naming the parameter otherwise), and the
     models' shape."""
     loss, penalty, huber_delta, n_classes = objective
-    X, y = check_data(X, y)
+    X, y, _ = check_data(X, y)
     check_choice("loss", loss, LOSS_NAMES)
     check_scale(X, y, loss, "fpfc")
     check_choice("penalty", penalty, ("scad", "l1"))

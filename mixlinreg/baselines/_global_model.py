@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_data, check_l2, check_loss, cluster_fit, stats_floats
+from ._common import check_data_rescaled, check_l2, check_loss, cluster_fit, stats_floats
 from ._result import BaselineResult
 
 __all__ = ["global_model"]
@@ -47,7 +47,7 @@ def global_model(X, y, *, l2=0.0, loss="squared"):
     Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
     IEEE Trans. Inf. Theory 2022 (long version), Section 6 (the "global model" baseline).
     """
-    X, y = check_data(X, y)
+    X, y = check_data_rescaled(X, y)
     check_loss(loss)
     l2 = check_l2(l2)
     m, _, d = X.shape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_data, check_l2, check_loss
+from ._common import check_data_rescaled, check_l2, check_loss
 from ._result import BaselineResult
 
 __all__ = ["local_models"]
@@ -65,7 +65,7 @@ def local_models(X, y, *, l2=0.0, loss="squared"):
     IEEE Trans. Inf. Theory 2022 (long version), Section 6 (the "local model" baseline) and
     Section 4.1 (the local ERM that one-shot clustering sends).
     """
-    X, y = check_data(X, y)
+    X, y = check_data_rescaled(X, y)
     check_loss(loss)
     l2 = check_l2(l2)
     theta, rank = _local_fit(X, y, l2)

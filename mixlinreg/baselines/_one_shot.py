@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from .._validation import as_generator, check_int
-from ._common import check_data, check_l2, check_loss, cluster_fit, stats_floats
+from ._common import check_data_rescaled, check_l2, check_loss, cluster_fit, stats_floats
 from ._local_models import _local_fit
 from ._result import BaselineResult
 
@@ -66,7 +66,7 @@ def one_shot(X, y, k, *, l2=0.0, n_init=10, loss="squared", rng=None):
     Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered Federated Learning",
     IEEE Trans. Inf. Theory 2022 (long version), Section 4.1, Algorithm 1 (one-shot clustering).
     """
-    X, y = check_data(X, y)
+    X, y = check_data_rescaled(X, y)
     check_loss(loss)
     l2 = check_l2(l2)
     m, _, d = X.shape

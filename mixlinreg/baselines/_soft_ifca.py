@@ -7,7 +7,7 @@ import numpy as np
 from .. import _numerics
 from .._validation import check_array, check_float, check_int
 from ..losses import LOSSES
-from ._common import check_data, check_l2, check_loss, check_scale, warn_diverged
+from ._common import check_data_rescaled, check_l2, check_loss, check_scale, warn_diverged
 from ._result import BaselineResult
 
 __all__ = ["soft_ifca"]
@@ -111,7 +111,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
     "An Efficient Framework for Clustered Federated Learning" (github jichan3751/ifca); the hard
     version is Algorithm 2 of the long version (IEEE Trans. Inf. Theory 2022).
     """
-    X, y = check_data(X, y)
+    X, y = check_data_rescaled(X, y)
     check_loss(loss)
     check_scale(X, y, loss, "soft_ifca")
     l2 = check_l2(l2)
