@@ -85,18 +85,99 @@ def announce_compile_path(func, dispatchers, what):
     @functools.wraps(func)
     def call(*args, **kwargs):
         before = [(len(d.signatures), _misses(d)) for d in watched]
+        if not any(n_sig for n_sig, _ in before):  # nothing compiled or loaded in this process
+            _say_before(watched, what)
         t0 = time.perf_counter()
         out = func(*args, **kwargs)
         new = [d for d, (n_sig, miss) in zip(watched, before)
                if len(d.signatures) != n_sig and _misses(d) != miss]
         if new:
+            took = time.perf_counter() - t0
             logger.warning("mixlinreg: numba compiled %s (%d kernel%s) for a new argument "
                            "signature; the call took %.1f s with compilation (first use; %s)",
-                           what, len(new), "" if len(new) == 1 else "s",
-                           time.perf_counter() - t0, _where(new[0]))
+                           what, len(new), "" if len(new) == 1 else "s", took, _where(new[0]))
+            _record_seconds(new[0].stats.cache_path, what, took)
         return out
 
     return call
+
+
+#: The file in a kernel cache folder where each compile's duration is kept (by what compiled),
+#: so that the notice before the next cold compile on this machine can say how long it took.
+COMPILE_TIMES = "mixlinreg_compile_seconds.json"
+
+#: What the notice says when this machine has no recorded compile yet: the measurement of
+#: docs/benchmarks.md ("Cold start"), on the 2-core reference machine.
+REFERENCE_COMPILE = "on a 2-core machine this takes about a minute (see docs/benchmarks.md, Cold start)"
+
+
+def _index_empty(dispatcher):
+    """Whether ``dispatcher`` has no machine code cached for its current source (True for an
+    unreadable index; False where nothing is cached at all, the JIT's NullCache)."""
+    index = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if index is None:
+        return False
+    try:
+        return not index._load_index()
+    except Exception:  # noqa: BLE001 - an unreadable index is a cold one
+        return True
+
+
+def _say_before(watched, what):
+    """One line before a compile that is sure to come: every kernel of the path has an empty
+    cache for its current source (a fresh clone, an edit or an upgrade). A compile for a new
+    signature next to cached ones (another dtype) is only announced after it."""
+    if not all(_index_empty(d) for d in watched):
+        return
+    folder = watched[0]._cache.cache_path
+    took = _recorded_seconds(folder, what)
+    how_long = (f"the last time it compiled here it took {took:.0f} s" if took is not None
+                else REFERENCE_COMPILE)
+    logger.warning("mixlinreg: compiling %s with numba before its first use (no machine code is "
+                   "cached for this version of the package in %s); %s, once: later calls and "
+                   "processes load the cached code", what, folder, how_long)
+
+
+def _recorded_seconds(folder, what):
+    import json
+    import os
+
+    try:
+        with open(os.path.join(folder, COMPILE_TIMES), encoding="utf-8") as fh:
+            value = json.load(fh).get(what)
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _record_seconds(folder, what, seconds):
+    """Keep ``seconds`` for ``what`` in the cache folder (atomically; a folder that cannot be
+    written is left alone: the notice then gives the reference figure)."""
+    import json
+    import os
+    import tempfile
+
+    if not folder:
+        return
+    try:
+        path = os.path.join(folder, COMPILE_TIMES)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                times = json.load(fh)
+            times = times if isinstance(times, dict) else {}
+        except (OSError, ValueError):
+            times = {}
+        times[what] = round(float(seconds), 1)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".compile-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(times, fh)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        pass
 
 
 def _entry_kernels():
