@@ -60,9 +60,15 @@ def _demo(args):
         print(f"{s:>6g} {ok:>8d} {int(res.diverged[sel].sum()):>8d} {np.nanmin(near[sel]):>18.4f} "
               f"{np.nanmin(matched[sel]):>18.4f} {np.max(ari[sel]):>9.3f}")
     success = bool(np.any(won))
+    print(f"columns, over the {args.n_init} runs of each step size: 'runs ok' meet the authors' "
+          f"rule below; 'diverged' were frozen as diverging; 'best dist_nearest' is the smallest "
+          f"distance of a run's models to their nearest true parameters, 'best dist_matched' the "
+          f"same under the best one-to-one matching (mixlinreg.metrics); 'best ARI' the highest "
+          f"adjusted Rand index of the machines' clusters against the true ones (1 = exact)")
     print(f"trial success (authors' rule, mixlinreg.metrics.success_authors: some run has "
           f"dist_nearest < 0.6 sigma + {plus:g}): {success}")
-    print(f"done in {elapsed:.1f} s (numba compilation included on the first call)")
+    print(f"done in {elapsed:.1f} s (a numba compile, if the line before the table announced "
+          f"one, included)")
     return 0
 
 
