@@ -206,7 +206,48 @@ def test_deeper_lesson_theory_sentences_match_paper_checks():
     assert "It holds from some separation R on in every (panel, sigma)" in checks
     assert "Trials whose initializations all fail cap the restart curve" in checks
     # section 3's step condition is section 5d's threshold, for the current assignment
-    assert "`lr <= 1 / (p_j lambda_max(H_j))`" in text
+    assert r"$\mathrm{lr} \le 1 / (p_j \lambda_{\max}(H_j))$" in text
+
+
+def test_lesson_states_what_a_teacher_would_correct():
+    """Issue 39: the sentences of sections 1, 3, 5c, 6 and 12 with their conditions."""
+    text = " ".join((ROOT / "experiments" / "tutorial.py").read_text().replace("#", " ").split())
+    # section 1: the form of Section 5.1's model, not its setting
+    assert "the linear model of the paper's Section 5.1 with" not in text
+    assert r"There $x \sim N(0, I_d)$" in text and r"$d \gtrsim \log m$" in text
+    # section 3: descent only under gradient averaging, all machines, the step condition
+    assert "IFCA is a descent method that stops" not in text
+    assert "**gradient averaging** (option I, as in section 2), **every machine taking part**" in text
+    # section 6: a gradient EM with known sigma and fixed mixing weights, not "EM"
+    assert "## 6. EM against" not in text
+    assert r"**gradient EM with known $\sigma$ and fixed equal mixing weights**" in text
+    # section 12: Assumption 2 and Theorem 1's ball and probability, as the paper states them
+    for part in (r"$d \gtrsim \log m$, $p \gtrsim \log m / m$, $p m n' \gtrsim d$",
+                 r"ball $\|\theta_j - \theta^*_j\| \le (1/2 - \alpha) \Delta$, $0 < \alpha < 1/2$",
+                 r"**with probability at least $1 - 1/\mathrm{poly}(m)$**"):
+        assert part in text, part
+
+
+def test_section_5c_noise_condition_has_the_right_sign():
+    """A machine of cluster 1 picks model 2 iff sigma <u, eps> > ||u||^2 / 2 with
+    u = X (theta*_2 - theta*_1) (the lesson's 5c), on random draws; the reversed sign is wrong."""
+    text = " ".join((ROOT / "experiments" / "tutorial.py").read_text().replace("#", " ").split())
+    assert r"$u = X_i (\theta^*_2 - \theta^*_1)$" in text
+    assert r"$\sigma \langle u, \varepsilon_i \rangle > \|u\|^2 / 2$" in text
+    gen = np.random.default_rng(0)
+    t1, t2, sigma, n = np.array([0.0, 1.0]), np.array([0.3, 0.8]), 0.5, 15
+    picks, rule, reversed_rule = [], [], []
+    for _ in range(2000):
+        X = gen.standard_normal((n, 2))
+        eps = gen.standard_normal(n)
+        y = X @ t1 + sigma * eps
+        picks.append(np.mean((y - X @ t2) ** 2) < np.mean((y - X @ t1) ** 2))
+        u = X @ (t2 - t1)
+        rule.append(sigma * u @ eps > u @ u / 2)
+        reversed_rule.append(sigma * (-u) @ eps > u @ u / 2)
+    picks = np.array(picks)
+    assert 0.05 < picks.mean() < 0.5 and np.array_equal(picks, rule)
+    assert not np.array_equal(picks, reversed_rule)
 
 
 def test_step_threshold_of_section_5d():
