@@ -215,9 +215,15 @@ def _draw_lines(ax, df, x_col, line_col, rule, all_values, *, linestyle="-", ext
         i = int(np.searchsorted(all_values, value))
         sub = sub.sort_values(x_col)
         x = sub[x_col].to_numpy(dtype=float)
-        ax.fill_between(x, sub[f"lo_{rule}"].to_numpy(dtype=float),
-                        sub[f"hi_{rule}"].to_numpy(dtype=float),
-                        color=colors[i], alpha=band_alpha, linewidth=0)
+        lo, hi = sub[f"lo_{rule}"].to_numpy(dtype=float), sub[f"hi_{rule}"].to_numpy(dtype=float)
+        if np.unique(x).size > 1:
+            ax.fill_between(x, lo, hi, color=colors[i], alpha=band_alpha, linewidth=0)
+            _intervals(ax).add("band")
+        else:  # one point: a band would have no width, so the interval is an error bar
+            p = sub[f"p_{rule}"].to_numpy(dtype=float)
+            ax.errorbar(x, p, yerr=np.vstack([p - lo, hi - p]), fmt="none", ecolor=colors[i],
+                        elinewidth=1.2, capsize=4)
+            _intervals(ax).add("bar")
         ax.plot(x, sub[f"p_{rule}"].to_numpy(dtype=float), color=colors[i], linestyle=linestyle,
                 marker=_MARKERS[i % len(_MARKERS)], markersize=5, linewidth=1.8,
                 label=_line_label(line_col, value) + extra_label)
@@ -232,15 +238,32 @@ def _style_axes(ax, df, x_col, *, ylabel=True):
         ax.set_xticks(xs, [_fmt(v) for v in xs])
 
 
-def _legend(ax, handles=None, labels=None):
-    """Legend outside the Axes, on its right, so that it never hides data."""
+def _intervals(ax):
+    """The kinds of Wilson interval drawn on ``ax`` so far: "band" (a line of several points) and
+    "bar" (a single point), for the legend to name what is there."""
+    if not hasattr(ax, "_mixlinreg_intervals"):
+        ax._mixlinreg_intervals = set()
+    return ax._mixlinreg_intervals
+
+
+def _legend(ax, handles=None, labels=None, kinds=None):
+    """Legend outside the Axes, on its right, so that it never hides data; it names the Wilson
+    intervals as drawn (``kinds``, default those of ``ax``): shaded bands, error bars, or both."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
+    kinds = _intervals(ax) if kinds is None else kinds
     if handles:
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch
 
-        handles = list(handles) + [Patch(facecolor="0.5", alpha=0.35, linewidth=0)]
-        labels = list(labels) + ["shaded: Wilson 95% interval"]
+        handles, labels = list(handles), list(labels)
+        if "band" in kinds:
+            handles.append(Patch(facecolor="0.5", alpha=0.35, linewidth=0))
+            labels.append("shaded: Wilson 95% interval")
+        if "bar" in kinds:
+            handles.append(Line2D([], [], color="0.4", marker="|", linestyle="none",
+                                  markersize=12))
+            labels.append("bars: Wilson 95% interval")
         ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
                   borderaxespad=0.0, fontsize="small", frameon=False, handlelength=3.0)
 
@@ -277,7 +300,8 @@ def _draw_facets(fig, df, layout, rule):
         for h, lab in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lab, h)
     labels = [_line_label(line_col, v) for v in all_values]
-    _legend(axes[-1], [handles[lab] for lab in labels], labels)
+    kinds = set().union(*(_intervals(ax) for ax in axes))
+    _legend(axes[-1], [handles[lab] for lab in labels], labels, kinds)
     return axes
 
 

@@ -67,6 +67,25 @@ def _visible_axes(fig):
 # plot_panel
 
 
+def test_one_point_panel_draws_error_bars_and_names_them():
+    """One (R, sigma) point: a band would have no width, so the interval is an error bar and the
+    legend says so (it said "shaded" and shaded nothing)."""
+    one = make_summary("R-sigma").query("R == 1.0 and sigma == 0.5")
+    (ax,) = plot_panel(one, "R-sigma").axes
+    assert _n_bands(ax) == 0
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["sigma = 0.5", "bars: Wilson 95% interval"]
+    (bars,) = [c for c in ax.collections if not isinstance(c, PolyCollection)]
+    (seg,) = bars.get_segments()
+    row = one.iloc[0]
+    assert seg[:, 1].tolist() == pytest.approx([row["lo_authors"], row["hi_authors"]])
+    # lines of one point next to lines of several: both kinds named
+    mixed = pd.concat([make_summary("R-sigma").query("sigma == 0.1"), one])
+    (ax,) = plot_panel(mixed, "R-sigma").axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[-2:] == ["shaded: Wilson 95% interval", "bars: Wilson 95% interval"]
+
+
 def test_panel_r_sigma_lines_bands_and_title():
     fig = plot_panel(make_summary("R-sigma"), "R-sigma")
     assert isinstance(fig, Figure)

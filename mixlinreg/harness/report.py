@@ -23,9 +23,26 @@ def write_panel_outputs(store, figures_dir="figures"):
     csv = figures_dir / f"{stem}_summary.csv"
     atomic_write(csv, summary.to_csv(index=False, float_format="%.6g"))
     paths = [csv]
-    paths.append(save_figure(plot_panel(summary, exp.layout, rule="authors"), figures_dir / f"{stem}.png"))
-    paths.append(save_figure(plot_rules(summary, exp.layout), figures_dir / f"{stem}_rules.png"))
+    note = smoke_note(exp, summary)
+    for fig, name in ((plot_panel(summary, exp.layout, rule="authors"), f"{stem}.png"),
+                      (plot_rules(summary, exp.layout), f"{stem}_rules.png")):
+        if note:
+            fig.supxlabel(note, fontsize="x-small", color="0.35")
+        paths.append(save_figure(fig, figures_dir / name))
     return summary, paths
+
+
+def smoke_note(exp, summary):
+    """For the smoke preset, the words under its figures: what the preset is for, and the range
+    of success probabilities it measured (read from ``summary``); None for other presets."""
+    if exp.preset != "smoke":
+        return None
+    sizes = ", ".join(f"{a} = {'/'.join(str(v) for v in exp.grid[a])}" for a in ("m", "n", "d"))
+    lo, hi = float(summary["p_authors"].min()), float(summary["p_authors"].max())
+    span = f"{lo:g}" if lo == hi else f"{lo:g} to {hi:g}"
+    return (f"smoke preset ({sizes}, {exp.protocol['trials']} trials, {exp.protocol['n_iter']} "
+            f"iterations): a check that the pipeline runs, not the paper's curves; success "
+            f"probability {span} here, in steps of 1/{exp.protocol['trials']}")
 
 
 def format_success(summary, layout):
