@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from ._progress import report
 from ._kernels import (_final_eval, _ifca_kernel, _iterations, _padded, _run_state,
                        _sweep_buffers)
 
@@ -119,6 +120,7 @@ def run_direct(data, loss, upd, n_iter, resample, n_sub, stop, chunk_lo, pad, tr
             break
         pacer.record(stop_at - it, time.perf_counter() - t0)
         it = stop_at
+        report(it)  # a verbose caller's bar (mixlinreg._progress)
     # the final evaluation of every machine, in groups of machines when it would be long: each
     # machine's losses and label do not depend on the others, and the last call adds them all up
     # (and alone fills the trace's tail)

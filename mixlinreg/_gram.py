@@ -60,6 +60,7 @@ import numpy as np
 from numba import prange
 
 from . import _numerics
+from ._progress import report
 from ._numerics import FASTMATH
 from ._kernels import (
     ITERATE, Assign, Packed, Rows, _final_eval, _finish_all, _pack, _padded, _run_state, _sweep,
@@ -523,6 +524,7 @@ class _CertifiedRuns:
             if cands.size and self.cache.n_slots >= self.k and it + 1 < self.n_iter:
                 self.enter(cands, it)
             self.lap("enter")
+            report(it + 1)  # a verbose caller's bar (mixlinreg._progress)
 
         _final_eval(self.chunk_lo, self.data, self.loss, self.upd, self.pad, self.n_iter,
                     self.buf, self.st, self.tr, self.res)

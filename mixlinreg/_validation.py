@@ -453,6 +453,7 @@ PARAMETERS = {
     "theta_star": Either(None, Array("(k', d) or (C, k', d)", "_problem._check_theta_star")),
     "early_stop": Flag(),
     "fit_intercept": Flag(),
+    "verbose": Flag(),
     "tol": Interval("float", low=0),
     "diverge_threshold": Either(Options(("auto",)), Interval("float", low=0, low_open=True)),
     "trace": Flag(),

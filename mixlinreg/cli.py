@@ -258,8 +258,6 @@ def _add_out_store(parser, out, out_help, store_help):
 
 
 def _compare(args):
-    from tqdm.auto import tqdm
-
     from .compare import METHODS, load_preset, run_compare, write_outputs
 
     from .config import find
@@ -272,10 +270,12 @@ def _compare(args):
     print("\n".join(config_lines(find("compare"), "compare", command="compare")))
     built, proto = load_preset(args.preset)  # mixlinreg/configs/compare.toml
     n_seeds = args.seeds if args.seeds is not None else proto["n_seeds"]
-    total = len(built) * n_seeds * len(METHODS)
-    with tqdm(total=total, unit="fit", desc=f"compare/{args.preset}", disable=args.no_progress) as bar:
-        rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
-                           progress=lambda row: bar.update(1), **where)
+    # the runner's bar over (scenario, seed) units, whose estimate of the time left waits for
+    # two units (a first unit that compiled the kernels no longer promises hours)
+    print(f"{len(built)} scenarios x {n_seeds} seeds = {len(built) * n_seeds} units of "
+          f"{len(METHODS)} methods each")
+    rows = run_compare(args.preset, n_seeds=args.seeds, seed=args.seed, store=store,
+                       progress=not args.no_progress, **where)
     summary, md, paths = write_outputs(rows, args.out, args.preset)
     print(md)
     elapsed = time.perf_counter() - t0
@@ -478,7 +478,50 @@ def build_parser():
     _parser_digits(sub)
     _parser_teach(sub)
     _parser_regenerate(sub)
+    _add_costs(p, sub)
     return p
+
+
+def command_costs():
+    """The measured costs of the commands (``mixlinreg/configs/command_costs.json``, written by
+    ``python experiments/command_costs.py --write``), or None when the table is missing."""
+    import json
+    from importlib import resources
+
+    try:
+        return json.loads(resources.files("mixlinreg.configs").joinpath("command_costs.json")
+                          .read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _cost_line(name, row, table):
+    return (f"cost: 'mixlinreg {row['args']}' took {row['cold_s']:.0f} s on a cold numba cache "
+            f"(first use: the kernels it needs compile, once) and {row['warm_s']:.0f} s warm, on "
+            f"{table['machine']} ({table['measured']}; {table['command']}); larger presets cost "
+            f"more")
+
+
+def _add_costs(parser, sub):
+    """Each measured command's --help says what it cost, cold and warm; the top-level help lists
+    them all."""
+    table = command_costs()
+    if not table:
+        return
+    lines = []
+    for name, row in table["commands"].items():
+        if name in sub.choices:
+            cmd = sub.choices[name]
+            import textwrap
+
+            cost = textwrap.fill(_cost_line(name, row, table), width=88)
+            cmd.description = f"{cmd.description or ''}\n\n{cost}".strip()
+            cmd.formatter_class = argparse.RawDescriptionHelpFormatter
+            lines.append(f"  mixlinreg {row['args']:<40s} cold {row['cold_s']:5.0f} s   warm "
+                         f"{row['warm_s']:5.0f} s")
+    parser.epilog = (f"measured costs ({table['machine']}, {table['measured']}; "
+                     f"{table['command']}), on a cold numba cache (first use) and warm:\n"
+                     + "\n".join(lines))
 
 
 def _parser_demo(sub):

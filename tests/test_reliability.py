@@ -69,6 +69,10 @@ def _flag_calls():
                                                           early_stop=v).fit(mix.X, mix.y),
         ("IFCA.__init__", "fit_intercept"): lambda v: mlr.IFCA(2, n_init=1, n_iter=1,
                                                              fit_intercept=v).fit(mix.X, mix.y),
+        ("IFCA.__init__", "verbose"): lambda v: mlr.IFCA(2, n_init=1, n_iter=1,
+                                                       verbose=v).fit(mix.X, mix.y),
+        ("cfl", "verbose"): lambda v: mlr.baselines.cfl(mix.X, mix.y, max_rounds=1, verbose=v),
+        ("fpfc", "verbose"): lambda v: mlr.baselines.fpfc(mix.X, mix.y, n_rounds=1, verbose=v),
         ("softmax_loss_grad", "grad"): lambda v: softmax_loss_grad(W, Xd, yd, 0.0, grad=v),
         ("run_digits", "progress"): lambda v: run_digits(1, m=4, n=5, k=2, rounds=1, progress=v),
         ("run_experiment", "progress"): lambda v: run_experiment(load_config("fig2a", "smoke"),
@@ -530,7 +534,8 @@ def test_first_compile_is_announced_once(tmp_path, caplog):
 
 
 def test_first_compile_of_a_kernel_path_is_announced_once(tmp_path, caplog):
-    """A Python driver over several kernels (the certified-Gram path's shape): one message."""
+    """A Python driver over several kernels (the certified-Gram path's shape): one line before
+    the compile (no kernel of the path has cached code) and one after it, once."""
     (tmp_path / "tinypath.py").write_text(textwrap.dedent("""
         import numba
 
@@ -556,8 +561,10 @@ def test_first_compile_of_a_kernel_path_is_announced_once(tmp_path, caplog):
             assert driver(1.0) == 3.0
             assert driver(2.0) == 5.0
         msgs = [r.getMessage() for r in caplog.records if r.name == "mixlinreg"]
-        assert len(msgs) == 1, msgs
-        assert re.search(r"compiled the test path \(2 kernels\) .* took \d+\.\d s", msgs[0])
+        assert len(msgs) == 2, msgs
+        assert msgs[0].startswith("mixlinreg: compiling the test path with numba before its first "
+                                  "use (no machine code is cached"), msgs[0]
+        assert re.search(r"compiled the test path \(2 kernels\) .* took \d+\.\d s", msgs[1])
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("tinypath", None)

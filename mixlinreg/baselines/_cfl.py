@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numerics
-from .._validation import check_choice, check_float, check_int
+from .._progress import iterations_bar
+from .._validation import check_bool, check_choice, check_float, check_int
 from ._common import (LOSSES, check_data, check_l2, check_scale, loss_gradient, model_start,
                       sample_weights, warn_diverged)
 from ._result import BaselineResult
@@ -82,7 +83,7 @@ def cosine_similarities(D):
 
 def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_steps=1, l2=0.0,
         loss="squared", min_group=2, huber_delta=1.0, n_classes=None, callback=None,
-        n_samples=None):
+        n_samples=None, verbose=False):
     r"""Clustered Federated Learning (CFL): FedAvg per group, split incongruent groups in two.
 
     Machine ``i`` has the loss ``F_i(theta) = (1/n) sum_t ell(<x_it, theta>, y_it) +
@@ -158,6 +159,9 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
         ``y`` padded to ``n`` rows; the padding must be finite and is ignored): ``F_i`` is the
         mean over those rows and FedAvg weights the updates by ``|D_i| / |D_c|`` as in the
         paper's Algorithm 1. Default: all ``n`` rows, equal weights.
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the rounds, up to ``max_rounds`` (it ends there when every
+        group stopped earlier).
     callback : callable, optional
         Called after every completed round as ``callback(round, groups)``, ``round`` 1-based and
         ``groups`` a list of ``(node, machines, model)``, one per group after the server step
@@ -233,8 +237,10 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     active_rounds = np.zeros(m, dtype=np.int64)
     rounds = 0
     diverged = False
-    with np.errstate(all="ignore"):  # divergence is detected explicitly
+    bar = iterations_bar(max_rounds, "cfl", enabled=check_bool("verbose", verbose), unit="round")
+    with np.errstate(all="ignore"), bar as update:  # divergence is detected explicitly
         while active and rounds < max_rounds:
+            update(rounds)
             rounds += 1
             idx_all = np.concatenate([g[1] for g in active])
             T0 = np.concatenate([np.broadcast_to(g[2], (len(g[1]), d)) for g in active])

@@ -7,7 +7,8 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from .. import _numerics
-from .._validation import as_generator, check_array, check_choice, check_float, check_int
+from .._progress import iterations_bar
+from .._validation import as_generator, check_array, check_bool, check_choice, check_float, check_int
 from .._validation import check_participation_fraction
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
@@ -130,7 +131,7 @@ def _clusters(m, I, J, theta_pairs, nu):
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
          nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
          penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None, callback=None,
-         init="zeros", n_participants=None):
+         init="zeros", n_participants=None, verbose=False):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -240,6 +241,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         (``X``, ``y`` padded to ``n`` rows, the padding finite and ignored), ``f_i`` is the mean
         over them, and a cluster's model is the ``n_i``-weighted mean of its ``omega_i`` as in the
         paper. Default: all ``n`` rows.
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the ``n_rounds`` rounds.
     callback : callable, optional
         Called after every round ``k`` (1-based) as ``callback(k, state)`` with ``state`` a dict
         of read-only copies: ``"omega"`` (m, p), ``"theta"`` and ``"v"`` (P, p) for the pairs
@@ -314,8 +317,10 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     participations = 0
     diverged = False
     done = 0
-    with np.errstate(all="ignore"):
+    bar = iterations_bar(n_rounds, "fpfc", enabled=check_bool("verbose", verbose), unit="round")
+    with np.errstate(all="ignore"), bar as update:
         for k in range(n_rounds):
+            update(k)
             # step 1: the participants A_k
             if n_part == m:
                 part = np.arange(m)

@@ -525,6 +525,37 @@ def check_backend(n_jobs, backend):
     return int(n_jobs)
 
 
+class _UnitBar:
+    """The runner's tqdm bar, with an estimate of the time left that a slow first unit (one that
+    compiled the kernels, say) cannot throw off: shown once two units of this run are finished,
+    as the units left x the median seconds of a finished unit / the workers. tqdm's own estimate
+    extrapolates the rate since the start, which after a first unit of minutes of compiling
+    promised hours for a run of minutes."""
+
+    FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+
+    def __init__(self, bar, n_jobs):
+        self.bar, self.n_jobs, self.seconds = bar, max(1, int(n_jobs)), []
+        self.bar.set_postfix_str("time left: after 2 units", refresh=False)
+
+    def update(self, n=1, info=None):
+        if info is not None and isinstance(info.get("seconds"), (int, float)):
+            self.seconds.append(float(info["seconds"]))
+        self.bar.set_postfix_str(self.left(self.bar.n + n), refresh=False)
+        self.bar.update(n)
+
+    def left(self, done):
+        """The estimate's words (the postfix) once ``done`` units are finished."""
+        if len(self.seconds) < 2:
+            return "time left: after 2 units"
+        remaining = max(0, (self.bar.total or 0) - done)
+        eta = remaining * float(np.median(self.seconds)) / self.n_jobs
+        return f"about {self.bar.format_interval(eta)} left"
+
+    def close(self):
+        self.bar.close()
+
+
 def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
     """Compute the units ``todo`` (any iterable) into ``store``; wait for those other processes
     hold, saying once per unit which unit, host and pid the wait is on and for how long, and
@@ -545,7 +576,7 @@ def _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar):
             else:
                 infos.append(info)
             report(info["unit"], info)
-            bar.update(1)
+            bar.update(1, info)
         todo = waiting
         while todo:
             longest = max((i.get("seconds", 0.0) for i in infos), default=0.0)
@@ -685,8 +716,9 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
     report = on_unit if on_unit is not None else (lambda unit, info: None)
     for u in _in_order(units, done, lazy):
         report(u, {"unit": u, "skipped": "done"})
-    bar = tqdm(total=len(units), initial=len(units) - n_todo, unit="unit",
-               desc=desc or f"{workload.name}/{workload.preset}", disable=not progress)
+    bar = _UnitBar(tqdm(total=len(units), initial=len(units) - n_todo, unit="unit",
+                        desc=desc or f"{workload.name}/{workload.preset}", disable=not progress,
+                        bar_format=_UnitBar.FORMAT), n_jobs)
     client = None
     try:
         if backend == "dask" and n_todo:
@@ -699,7 +731,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
                 fresh[info["unit"]] = info.pop("rows")
                 infos.append(info)
                 report(info["unit"], info)
-                bar.update(1)
+                bar.update(1, info)
         else:
             _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar)
     finally:

@@ -1,0 +1,98 @@
+"""verbose=True (issue 39): a tqdm bar on stderr over the iterations (the estimator) or rounds
+(cfl, fpfc) that moves during the call and ends at its total; nothing printed without it."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import mixlinreg as mlr
+from mixlinreg import _chunked
+from mixlinreg._progress import report
+
+pytestmark = pytest.mark.filterwarnings("ignore::mixlinreg.ConvergenceWarning",
+                                        "ignore::mixlinreg.EmptyClusterWarning")
+
+
+@pytest.fixture(scope="module")
+def mix():
+    return mlr.make_mixture(m=12, n=30, d=4, k=2, R=1.0, sigma=0.1, rng=0)
+
+
+def _bar_total(err, desc):
+    """The last ``done/total`` the bar printed for ``desc``."""
+    found = re.findall(re.escape(desc) + r"[^\r\n]*?(\d+)/(\d+)", err)
+    assert found, err
+    return [tuple(int(v) for v in f) for f in found]
+
+
+def test_the_estimator_bar_ends_at_its_total(mix, capsys):
+    est = mlr.IFCA(2, n_init=3, lr=[0.1, 0.2], n_iter=40, method="data", verbose=True,
+                   random_state=0).fit(mix.X, mix.y)
+    counts = _bar_total(capsys.readouterr().err, "IFCA k=2: 3 starts x 2 step sizes")
+    assert counts[-1] == (40, 40)
+    assert est.coef_.shape == (2, 4)
+
+
+def _reported(**kw):
+    from mixlinreg import _progress
+
+    done = []
+    token = _progress._HOOK.set(done.append)
+    try:
+        mlr.ifca(**kw)
+    finally:
+        _progress._HOOK.reset(token)
+    return done
+
+
+def test_the_direct_path_reports_after_every_chunk(mix, monkeypatch):
+    """The bar moves during the call: after each chunk of iterations, not only at the end."""
+    monkeypatch.setattr(_chunked, "CHUNK_ITERATIONS", 5)
+    done = _reported(X=mix.X, y=mix.y, init=np.zeros((2, 2, 4)), lr=0.1, n_iter=40,
+                     method="data")
+    assert done == list(range(5, 41, 5))
+
+
+def test_the_gram_path_reports_every_iteration(mix):
+    done = _reported(X=mix.X, y=mix.y, init=np.zeros((2, 2, 4)), lr=0.1, n_iter=25,
+                     method="gram")
+    assert done == list(range(1, 26))
+
+
+def test_quiet_by_default_and_bars_of_the_baselines(mix, capsys):
+    mlr.IFCA(2, n_init=2, n_iter=10, random_state=0).fit(mix.X, mix.y)
+    assert capsys.readouterr().err == ""
+    mlr.baselines.cfl(mix.X, mix.y, max_rounds=30, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "cfl")[-1] == (30, 30)
+    mlr.baselines.fpfc(mix.X, mix.y, n_rounds=12, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "fpfc")[-1] == (12, 12)
+    report(3)  # no hook installed: nothing happens
+    assert capsys.readouterr().err == ""
+
+
+def test_the_runner_bar_waits_for_two_units_and_ignores_a_slow_first():
+    """A first unit of 165 s (a compile) then units of 2 s: the estimate is the median's, not
+    the 4 hours tqdm's rate since the start gave for 90 units (issue 39)."""
+    import io
+
+    from tqdm import tqdm
+
+    from mixlinreg.runner import _UnitBar
+
+    out = io.StringIO()
+    bar = _UnitBar(tqdm(total=90, file=out, mininterval=0, bar_format=_UnitBar.FORMAT), n_jobs=2)
+    bar.update(1, {"seconds": 165.0})
+    assert bar.left(1) == "time left: after 2 units"
+    for _ in range(4):
+        bar.update(1, {"seconds": 2.0})
+    assert bar.bar.n == 5
+    assert bar.left(5) == "about 01:25 left"  # 85 units x 2 s / 2 workers
+    bar.update(3)  # units finished by other processes: counted, no time
+    assert bar.left(8) == "about 01:22 left"
+    bar.close()
+    shown = out.getvalue()
+    assert "time left: after 2 units" in shown and "about 01:22 left" in shown
+    assert "04:" not in shown  # no wild estimate at any point
