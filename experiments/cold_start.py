@@ -7,7 +7,7 @@ new virtual environment, time ``pip install -e .`` (packages from pip's cache or
 ``mixlinreg demo`` on the empty numba cache (cold) and again (warm), and print every line the
 user sees with the seconds since the command started, then the summary: install seconds, seconds
 from the start of the install to the demo's first printed result, and the warm demo's. Run it on
-an idle machine (docs/benchmarks.md, "Cold start", gives the measured numbers).
+an idle machine (BENCHMARKS.md, "Cold start", gives the measured numbers).
 """
 
 from __future__ import annotations

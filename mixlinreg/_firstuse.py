@@ -107,8 +107,9 @@ def announce_compile_path(func, dispatchers, what):
 COMPILE_TIMES = "mixlinreg_compile_seconds.json"
 
 #: What the notice says when this machine has no recorded compile yet: the measurement of
-#: docs/benchmarks.md ("Cold start"), on the 2-core reference machine.
-REFERENCE_COMPILE = "on a 2-core machine this takes about a minute (see docs/benchmarks.md, Cold start)"
+#: BENCHMARKS.md ("Cold start"), on the 2-core reference machine.
+REFERENCE_COMPILE = ("on a 2-core machine this takes about 50 s (BENCHMARKS.md, "
+                     "Cold start)")
 
 
 def _index_empty(dispatcher):

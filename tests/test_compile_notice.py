@@ -106,3 +106,14 @@ def test_a_damaged_record_is_ignored(tmp_path, caplog):
     call()
     assert _firstuse.REFERENCE_COMPILE in _lines(caplog)[0]
     assert "the test kernel" in json.loads((tmp_path / _firstuse.COMPILE_TIMES).read_text())
+
+
+def test_the_benchmarks_page_quotes_the_notice_as_it_reads():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "BENCHMARKS.md").read_text()
+    block = text.split("What a user sees on a cold cache now", 1)[1].split("```text", 1)[1]
+    block = " ".join(block.split("```", 1)[0].split())
+    assert _firstuse.REFERENCE_COMPILE in block
+    assert block.startswith("mixlinreg: compiling the certified-Gram path with numba before its "
+                            "first use (no machine code is cached for this version of the package")
