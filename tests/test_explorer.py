@@ -127,8 +127,20 @@ def test_page_sentences_say_what_the_runs_did(smoke_page, tmp_path):
     pick = [k for k in sorted(runs) if None in runs[k]["d"]][:2]
     pick += [k for k in sorted(runs) if 0 in runs[k]["f"]["counts_end"]][:2]
     pick += [k for k in sorted(runs) if runs[k]["f"]["success"]][:2]
-    assert len(pick) == 6
+    # Delta = sigma = 0.5: a success from iteration 0, where the rule says little (issue 39)
+    pick += [k for k in sorted(runs) if k.startswith("h/0/2/") and runs[k]["f"]["success"]
+             and runs[k]["f"]["settled"] == 0][:1]
+    assert len(pick) == 7
     _check_sentences(dict(data, runs={k: runs[k] for k in pick}), js, tmp_path)
+
+
+def _misclustered(table):
+    """Machines off the model matched to their line, under the best one-to-one matching."""
+    import itertools
+
+    best = max(sum(table[j, perm[j]] for j in range(len(table)))
+               for perm in itertools.permutations(range(table.shape[1]), len(table)))
+    return int(table.sum() - best)
 
 
 def _check_sentences(data, js, tmp_path):
@@ -162,6 +174,12 @@ def _check_sentences(data, js, tmp_path):
             assert ("it is within 0.6 sigma" in body) == f["success"]
             if f["success"]:
                 assert f"from iteration {f['settled']} on" in body
+                # the rule is vacuous where 0.6 sigma >= Delta / 2, and a start may pass it
+                assert ("the rule says little" in body) == (ds["tol"] >= ds["delta"] / 2)
+                assert ("the start itself already passes it" in body) == (f["settled"] == 0)
+                wrong = _misclustered(np.array(f["table"]))
+                assert (f"{wrong} of the {data['setup']['m']} machines end on a model matched "
+                        "to another line" in body) == (wrong > 0)
         table = np.array(f["table"])
         perfect = bool(((table > 0).sum(0) == 1).all() and ((table > 0).sum(1) == 1).all())
         assert ("every line has its own model" in body) == perfect

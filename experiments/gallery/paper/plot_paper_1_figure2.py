@@ -36,7 +36,9 @@ for exp in experiments:
 # thrown away afterwards; a real run keeps it and can resume), and
 # :func:`mixlinreg.harness.success_table` turns the runs into a success probability per cell with
 # its Wilson 95% interval. A trial succeeds, by the rule of the authors' code, when some run ends
-# with every model within ``0.6 sigma`` (plus a small slack) of its nearest true parameter.
+# with the **mean** over its models of each model's distance to its nearest true parameter below
+# ``0.6 sigma`` (plus a small slack): a mean, so one model may be farther than ``0.6 sigma`` as
+# long as the others are closer, and two models on the same true parameter both count as close.
 
 panels = []
 for exp in experiments:
