@@ -74,6 +74,20 @@ def stack_machines(X, y, *, dtype=np.float64):
     if not _is_list(X) or not _is_list(y):
         raise TypeError(f"stack_machines takes X and y as lists of per-machine arrays, got X a "
                         f"{type(X).__name__} and y a {type(y).__name__}")
+    Xs, ys = machine_lists(X, y, dt)
+    counts = np.array([a.shape[0] for a in Xs], dtype=np.int64)
+    m, n, d = len(Xs), int(counts.max()), Xs[0].shape[1]
+    Xp = np.zeros((m, n, d), dtype=dt)
+    yp = np.zeros((m, n), dtype=dt)
+    for i, (Xi, yi) in enumerate(zip(Xs, ys)):
+        Xp[i, :Xi.shape[0]] = Xi
+        yp[i, :yi.shape[0]] = yi
+    return Xp, yp, counts
+
+
+def machine_lists(X, y, dt):
+    """Lists of per-machine arrays checked (the errors of :func:`stack_machines`) and cast to
+    ``dt``: ``([X_i (n_i, d)], [y_i (n_i,)])``."""
     if len(X) != len(y):
         raise ValueError(f"X and y must hold the same number of machines, got {len(X)} arrays in X "
                          f"and {len(y)} in y")
@@ -94,14 +108,7 @@ def stack_machines(X, y, *, dtype=np.float64):
                              f"({Xi.shape[0]},), got {yi.shape}")
         Xs.append(Xi)
         ys.append(yi)
-    counts = np.array([a.shape[0] for a in Xs], dtype=np.int64)
-    m, n, d = len(Xs), int(counts.max()), Xs[0].shape[1]
-    Xp = np.zeros((m, n, d), dtype=dt)
-    yp = np.zeros((m, n), dtype=dt)
-    for i, (Xi, yi) in enumerate(zip(Xs, ys)):
-        Xp[i, :Xi.shape[0]] = Xi
-        yp[i, :yi.shape[0]] = yi
-    return Xp, yp, counts
+    return Xs, ys
 
 
 def split_by_machine(frame, *, machine, target, features=None):

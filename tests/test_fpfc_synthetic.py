@@ -189,3 +189,31 @@ def test_a_draw_too_large_for_memory_is_refused_by_its_parameters_before_it_draw
     with pytest.raises(UnitMemoryError, match="make_fpfc_synthetic") as err:
         make_fpfc_synthetic(**kw, rng=0)
     assert names in str(err.value) and f"m = {kw['m']}" in str(err.value)
+
+
+def test_lists_layout_is_the_padded_draw_unpadded():
+    """layout='lists' (issue 38): the same draws as the padded layout, each device's own rows;
+    device_accuracy and fpfc take them unpadded."""
+    from mixlinreg.baselines import fpfc
+    from mixlinreg.synthetic import device_accuracy, make_fpfc_synthetic
+
+    kw = dict(m=6, L=2, d=4, n_classes=3, size_cap=300, rng=3)
+    pad = make_fpfc_synthetic(**kw)
+    lst = make_fpfc_synthetic(layout="lists", **kw)
+    assert lst.m == pad.m == 6 and isinstance(lst.X, list)
+    for i in range(6):
+        n_i, t_i = int(pad.n_samples[i]), int(pad.n_test[i])
+        assert np.array_equal(lst.X[i], pad.X[i, :n_i]) and np.array_equal(lst.y[i], pad.y[i, :n_i])
+        assert np.array_equal(lst.X_test[i], pad.X_test[i, :t_i])
+        assert np.array_equal(lst.y_test[i], pad.y_test[i, :t_i])
+    assert np.array_equal(lst.theta_star, pad.theta_star)
+    models = np.repeat(lst.theta_star[:1], 6, axis=0)
+    a = device_accuracy(models, lst.X_test, lst.y_test)
+    b = device_accuracy(models, pad.X_test, pad.y_test, pad.n_test)
+    assert np.array_equal(a[0], b[0]) and a[1] == b[1]
+    with pytest.raises(ValueError, match="drop n_rows"):
+        device_accuracy(models, lst.X_test, lst.y_test, pad.n_test)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        make_fpfc_synthetic(layout="ragged", **kw)
+    res = fpfc(lst.X, lst.y, loss="multinomial", n_classes=3, n_rounds=5, rng=0)
+    assert res.extra["omega"].shape == (6, 5, 3)

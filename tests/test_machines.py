@@ -311,12 +311,42 @@ def test_iterative_baselines_take_lists_as_padded_arrays(mix):
     a = bl.cfl(X, y, max_rounds=30)
     b = bl.cfl(Xp, yp, max_rounds=30, n_samples=n)
     assert np.array_equal(a.theta, b.theta) and np.array_equal(a.labels, b.labels)
-    f1 = bl.fpfc(X, y, n_rounds=20, rng=0)
+    f1 = bl.fpfc(X, y, n_rounds=20, rng=0)  # unpadded (RaggedRows): equal to rounding
     f2 = bl.fpfc(Xp, yp, n_rounds=20, n_samples=n, rng=0)
-    assert np.array_equal(f1.theta, f2.theta)
+    np.testing.assert_allclose(f1.theta, f2.theta, rtol=1e-9, atol=1e-12)
     g1 = bl.fedavg(X, y, n_rounds=10)
     g2 = bl.fedavg(Xp, yp, n_rounds=10, n_samples=n)
     assert np.array_equal(g1.theta, g2.theta)
     dense = bl.cfl(mix.X, mix.y, max_rounds=30)
     listed = bl.cfl(list(mix.X), list(mix.y), max_rounds=30)
     assert np.array_equal(dense.theta, listed.theta)
+
+
+def test_fpfc_keeps_ragged_machines_unpadded_and_agrees_with_the_padded_form():
+    from mixlinreg import baselines as bl
+    from mixlinreg.synthetic import make_fpfc_synthetic
+
+    data = make_fpfc_synthetic(m=8, L=2, d=5, n_classes=3, size_cap=400, rng=0)
+    X = [data.X[i, :s] for i, s in enumerate(data.n_samples)]
+    y = [data.y[i, :s] for i, s in enumerate(data.n_samples)]
+    assert len(set(data.n_samples.tolist())) > 1
+    kw = dict(loss="multinomial", n_classes=3, n_rounds=15, lam=0.3, xi=0.01, rng=0)
+    padded = bl.fpfc(data.X, data.y, n_samples=data.n_samples, **kw)
+    ragged = bl.fpfc(X, y, **kw)
+    np.testing.assert_allclose(ragged.extra["omega"], padded.extra["omega"], rtol=1e-9,
+                               atol=1e-12)
+    np.testing.assert_allclose(ragged.extra["objective"], padded.extra["objective"], rtol=1e-10)
+    assert ragged.extra["lr"] == pytest.approx(padded.extra["lr"], rel=1e-12)
+    assert np.array_equal(ragged.labels, padded.labels)
+    quiet = bl.fpfc(X, y, record_objective=False, **kw)
+    assert quiet.extra["objective"] is None
+    assert np.array_equal(quiet.extra["omega"], ragged.extra["omega"])  # nothing else changes
+    sq = mlr.make_mixture(m=6, n=30, d=3, k=2, R=2.0, sigma=0.1, rng=1)
+    sizes = [30, 12, 20, 25, 8, 30]
+    Xs = [sq.X[i, :s] for i, s in enumerate(sizes)]
+    ys = [sq.y[i, :s] for i, s in enumerate(sizes)]
+    a = bl.fpfc(Xs, ys, n_rounds=20, rng=0)
+    Xp, yp, n = mlr.stack_machines(Xs, ys)
+    b = bl.fpfc(Xp, yp, n_samples=n, n_rounds=20, rng=0)
+    np.testing.assert_allclose(a.extra["omega"], b.extra["omega"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-12)

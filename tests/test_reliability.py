@@ -73,6 +73,8 @@ def _flag_calls():
                                                        verbose=v).fit(mix.X, mix.y),
         ("cfl", "verbose"): lambda v: mlr.baselines.cfl(mix.X, mix.y, max_rounds=1, verbose=v),
         ("fpfc", "verbose"): lambda v: mlr.baselines.fpfc(mix.X, mix.y, n_rounds=1, verbose=v),
+        ("fpfc", "record_objective"): lambda v: mlr.baselines.fpfc(mix.X, mix.y, n_rounds=1,
+                                                                  record_objective=v),
         ("softmax_loss_grad", "grad"): lambda v: softmax_loss_grad(W, Xd, yd, 0.0, grad=v),
         ("run_digits", "progress"): lambda v: run_digits(1, m=4, n=5, k=2, rounds=1, progress=v),
         ("run_experiment", "progress"): lambda v: run_experiment(load_config("fig2a", "smoke"),

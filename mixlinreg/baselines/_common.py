@@ -36,6 +36,86 @@ def check_data(X, y, n_samples=None):
     return X, y, (counts if ragged else None)
 
 
+class RaggedRows:
+    """Machines of unequal sizes kept without padding: machine i's rows are
+    ``X[start[i]:start[i + 1]]`` of the concatenated rows ``X`` (N, d) and responses ``y`` (N,).
+
+    Padding every machine to the largest one costs ``m * max n_i * d`` floats, which for sizes
+    drawn from a heavy-tailed law (the FPFC authors' synthetic data) is many times the data
+    itself; the per-machine loops below touch each row once. Used by :func:`fpfc` for lists of
+    per-machine arrays of unequal sizes (equal sizes take the dense arrays' path).
+    """
+
+    def __init__(self, Xs, ys):
+        self.counts = np.array([len(a) for a in Xs], dtype=np.float64)
+        self.start = np.concatenate([[0], np.cumsum([len(a) for a in Xs])]).astype(np.int64)
+        self.X = np.ascontiguousarray(np.concatenate(Xs))
+        self.y = np.ascontiguousarray(np.concatenate(ys))
+        self.m, self.d = len(Xs), self.X.shape[1]
+
+    def rows(self, i):
+        a, b = self.start[i], self.start[i + 1]
+        return self.X[a:b], self.y[a:b]
+
+    def gradient(self, l2, loss, delta, shape):
+        """``grad(idx, T)`` as :func:`loss_gradient` makes it: ``(1/n_i) X_i^T ell'(X_i t_i,
+        y_i) + l2 t_i`` for each machine of ``idx``, one machine at a time."""
+        code = CODES.get(loss)
+
+        def grad(idx, T):
+            G = np.empty((len(idx),) + shape)
+            for j, i in enumerate(idx):
+                Xi, yi = self.rows(i)
+                t = T[j].reshape(shape)
+                if loss == "multinomial":
+                    D = multinomial_derivative(Xi @ t, yi)
+                else:
+                    D = derivative_array(Xi @ t, yi, code, delta)
+                G[j] = Xi.T @ D / self.counts[i]
+            G = G.reshape(len(idx), -1)
+            if l2 != 0.0:
+                G += l2 * T
+            return G
+
+        return grad
+
+    def smoothness(self, loss, l2):
+        """:func:`smoothness` of the machines: ``sup ell'' max_i lambda_max(X_i^T X_i) / n_i + l2``."""
+        top = max(float(np.linalg.norm(self.rows(i)[0], 2)) ** 2 / self.counts[i]
+                  for i in range(self.m))
+        return curvature_bound(loss) * top + l2
+
+    def loss_values(self, omega, loss, delta, shape):
+        """``(1/n_i) sum_t ell`` of every machine at its model (rows of ``omega``)."""
+        from ..losses import LOSSES as REGISTRY, multinomial_value
+
+        out = np.empty(self.m)
+        for i in range(self.m):
+            Xi, yi = self.rows(i)
+            z = Xi @ omega[i].reshape(shape)
+            vals = (multinomial_value(z, yi) if loss == "multinomial"
+                    else REGISTRY[loss].value(z, yi, delta=delta))
+            out[i] = float(np.sum(vals)) / self.counts[i]
+        return out
+
+
+def ragged_rows(X, y, n_samples):
+    """:class:`RaggedRows` for ``X``, ``y`` given as lists of per-machine arrays of unequal sizes
+    (each checked as :func:`mixlinreg.stack_machines` checks it), else None (dense or padded
+    arrays, and lists of equal sizes, take the padded path)."""
+    from ..machines import machine_lists
+
+    if not isinstance(X, (list, tuple)):
+        return None
+    if n_samples is not None:
+        raise ValueError("n_samples is for padded arrays; with lists of per-machine arrays "
+                         "each machine's size is its array's length: drop n_samples")
+    Xs, ys = machine_lists(X, y if isinstance(y, (list, tuple)) else list(y), np.float64)
+    if len({len(a) for a in Xs}) == 1:
+        return None
+    return RaggedRows(Xs, ys)
+
+
 def check_data_rescaled(X, y):
     """:func:`check_data` for the closed-form least-squares baselines, which average over all
     ``n`` rows of every machine: machines of unequal sizes come back with machine i's rows (and

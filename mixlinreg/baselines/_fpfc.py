@@ -8,12 +8,13 @@ from scipy.sparse.csgraph import connected_components
 
 from .. import _numerics
 from .._progress import iterations_bar
-from .._validation import as_generator, check_array, check_bool, check_choice, check_float, check_int
+from .._validation import (as_generator, check_array, check_bool, check_choice, check_float,
+                           check_int)
 from .._validation import check_participation_fraction
 from ..losses import LOSSES, multinomial_value
 from ._common import LOSSES as LOSS_NAMES
-from ._common import (check_data, check_l2, check_scale, loss_gradient, model_start,
-                      sample_weights, smoothness, warn_diverged)
+from ._common import (RaggedRows, check_data, check_l2, check_scale, loss_gradient, model_start,
+                      ragged_rows, sample_weights, smoothness, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["fpfc"]
@@ -103,11 +104,12 @@ def _loss_values(X, y, omega, loss, delta, shape, weights):
     return np.sum(LOSSES[loss].value(z, y, delta=delta) * weights, axis=1)
 
 
-def _objective(X, y, omega, D, pen, l2, loss_spec):
-    """``F(omega) = sum_i f_i(omega_i) + (1/m) sum_{i<j} g(||omega_i - omega_j||, lam)``."""
+def _objective(values, omega, D, pen, l2):
+    """``F(omega) = sum_i f_i(omega_i) + (1/m) sum_{i<j} g(||omega_i - omega_j||, lam)``;
+    ``values(omega)`` gives the machines' ``f_i`` without the ridge."""
     lam, a, xi, penalty = pen
-    m = X.shape[0]
-    f = _loss_values(X, y, omega, *loss_spec)
+    m = omega.shape[0]
+    f = values(omega)
     if l2 != 0.0:
         f += 0.5 * l2 * np.sum(omega * omega, axis=1)
     total = 0.0
@@ -131,7 +133,7 @@ def _clusters(m, I, J, theta_pairs, nu):
 def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_rounds=300,
          nu=0.1, participation=1.0, rng=None, l2=0.0, loss="squared", max_pair_floats=5e7,
          penalty="scad", huber_delta=1.0, n_classes=None, n_samples=None, callback=None,
-         init="zeros", n_participants=None, verbose=False):
+         init="zeros", n_participants=None, verbose=False, record_objective=True):
     r"""FPFC: fusion penalized federated clustering; finds the clusters without knowing ``k``.
 
     Every machine ``i`` has its own model ``omega_i`` and the method minimizes (paper, Section
@@ -191,8 +193,11 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
 
     Parameters
     ----------
-    X : array_like, shape (m, n, d)
-    y : array_like, shape (m, n)
+    X : array_like, shape (m, n, d), or a list of m arrays (n_i, d)
+        Machines of unequal sizes as a list are kept unpadded (each machine's rows are read
+        from one concatenated array; padding to the largest machine would cost m max n_i d
+        floats); the same iterations as the padded form with ``n_samples``, to rounding.
+    y : array_like, shape (m, n), or a list of m arrays (n_i,)
     lam : float, default 0.5
         Penalty level ``lambda >= 0``; 0 means no fusion (every machine fits its own data).
     a : float, default 3.7
@@ -243,6 +248,10 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         paper. Default: all ``n`` rows.
     verbose : bool, default False
         A tqdm bar (on stderr) over the ``n_rounds`` rounds.
+    record_objective : bool, default True
+        Evaluate ``F(omega)`` after every round for ``extra["objective"]`` (one pass over every
+        machine's rows and the pair penalties per round); ``False`` skips it (``None`` then),
+        and changes nothing else.
     callback : callable, optional
         Called after every round ``k`` (1-based) as ``callback(k, state)`` with ``state`` a dict
         of read-only copies: ``"omega"`` (m, p), ``"theta"`` and ``"v"`` (P, p) for the pairs
@@ -270,7 +279,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         machines is ``extra["floats_sent_mean"]``; ``d C`` in place of ``d`` for the multinomial
         loss). ``extra``: ``"omega"`` (m, d) (or (m, d, C)) the final machine models; ``"n_clusters"`` (int); ``"history"`` (n_rounds,) the primal residual
         ``sqrt(mean_{i<j} ||omega_i - omega_j - theta_ij||^2)`` after each round;
-        ``"objective"`` (n_rounds,) ``F(omega)`` after each round; ``"lr"`` the step used;
+        ``"objective"`` (n_rounds,) ``F(omega)`` after each round (None with
+        ``record_objective=False``); ``"lr"`` the step used;
         ``"floats_sent_mean"``; ``"diverged"`` (bool).
 
     Examples
@@ -290,20 +300,24 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
     """
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
-    X, y, n_samples = check_data(X, y, n_samples)  # lists of machines: padded, their sizes
+    # lists of machines of unequal sizes stay unpadded (RaggedRows); other forms are padded
+    rows = ragged_rows(X, y, n_samples)
+    if rows is None:
+        X, y, n_samples = check_data(X, y, n_samples)
     X, y, (lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2), shape = _checked(
-        X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation, l2,
-        (loss, penalty, huber_delta, n_classes), max_pair_floats)
-    start = _checked_init(init, X.shape[0], shape)
-    n_part = _checked_participants(n_participants, participation, X.shape[0])
-    m = X.shape[0]
+        X if rows is None else rows, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu,
+        participation, l2, (loss, penalty, huber_delta, n_classes), max_pair_floats)
+    record_objective = check_bool("record_objective", record_objective)
+    m = X.shape[0] if rows is None else rows.m
+    start = _checked_init(init, m, shape)
+    n_part = _checked_participants(n_participants, participation, m)
     d = int(np.prod(shape))  # numbers per model: models travel flat
     P = m * (m - 1) // 2
     gen = as_generator(rng)
-    weights, counts = sample_weights(n_samples, m, X.shape[1])
+    counts, smooth, grad, values = _loss_parts(X, y, rows, n_samples,
+                                               (loss, huber_delta, shape, l2))
     if lr is None:
-        lr = 1.0 / (smoothness(X, loss, l2, weights) + 2.0 * rho)
-    grad = loss_gradient(X, y, l2, loss, huber_delta, shape, weights)
+        lr = 1.0 / (smooth() + 2.0 * rho)
     pen = (lam, a, xi, penalty)
 
     I, J, D = _pair_index(m)
@@ -339,8 +353,8 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
             done += 1
             primal = diff - theta
             history[k] = np.sqrt(np.mean(np.sum(primal * primal, axis=1))) if P else 0.0
-            objective[k] = _objective(X, y, omega, D, pen, l2,
-                                      (loss, huber_delta, shape, weights))
+            if record_objective:
+                objective[k] = _objective(values, omega, D, pen, l2)
             if callback is not None:
                 callback(k + 1, _state(omega, theta, v, zeta, I, J))
             if (not np.all(np.isfinite(omega))
@@ -357,8 +371,23 @@ def fpfc(X, y, *, lam=0.5, a=3.7, xi=0.01, rho=1.0, lr=None, local_steps=5, n_ro
         floats_sent_per_machine=float(2 * d * done),
         extra={"omega": omega.reshape((m,) + shape), "n_clusters": n_clusters,
                "history": history[:done],
-               "objective": objective[:done], "lr": float(lr),
+               "objective": objective[:done] if record_objective else None, "lr": float(lr),
                "floats_sent_mean": float(2 * d * participations) / m, "diverged": diverged})
+
+
+def _loss_parts(X, y, rows, n_samples, spec):
+    """The machines' sizes, the smoothness constant (a callable), the gradient ``grad(idx, T)``
+    and the losses ``values(omega)``: on the padded arrays ``X``, ``y`` (``n_samples``), or on
+    ``rows`` (:class:`RaggedRows`, machines of unequal sizes unpadded)."""
+    loss, huber_delta, shape, l2 = spec
+    if rows is not None:
+        return (rows.counts, lambda: rows.smoothness(loss, l2),
+                rows.gradient(l2, loss, huber_delta, shape),
+                lambda om: rows.loss_values(om, loss, huber_delta, shape))
+    weights, counts = sample_weights(n_samples, X.shape[0], X.shape[1])
+    return (counts, lambda: smoothness(X, loss, l2, weights),
+            loss_gradient(X, y, l2, loss, huber_delta, shape, weights),
+            lambda om: _loss_values(X, y, om, loss, huber_delta, shape, weights))
 
 
 def _start_models(start, m, d, gen):
@@ -398,16 +427,22 @@ def _checked(X, y, lam, a, xi, rho, lr, local_steps, n_rounds, nu, participation
     """:func:`fpfc`'s arguments checked (a ``ValueError`` naming the parameter otherwise), and the
     models' shape."""
     loss, penalty, huber_delta, n_classes = objective
-    X, y, _ = check_data(X, y)
-    check_choice("loss", loss, LOSS_NAMES)
-    check_scale(X, y, loss, "fpfc")
+    if isinstance(X, RaggedRows):  # already checked machine by machine
+        check_choice("loss", loss, LOSS_NAMES)
+        check_scale(X.X, X.y, loss, "fpfc")
+        m, d, yv = X.m, X.d, X.y
+    else:
+        X, y, _ = check_data(X, y)
+        check_choice("loss", loss, LOSS_NAMES)
+        check_scale(X, y, loss, "fpfc")
+        m, _, d = X.shape
+        yv = y
     check_choice("penalty", penalty, ("scad", "l1"))
     check_float("huber_delta", huber_delta, low=0.0, low_open=True)
     if loss == "multinomial" and n_classes is None:
         raise ValueError("loss='multinomial' needs n_classes (an integer >= 2), got None")
     l2 = check_l2(l2)
-    m, n, d = X.shape
-    _, shape = model_start(None, n_classes, loss, y, d)
+    _, shape = model_start(None, n_classes, loss, yv, d)
     lam = check_float("lam", lam, low=0.0)
     a = check_float("a", a, low=2.0, low_open=True)
     xi = check_float("xi", xi, low=0.0, low_open=True)
