@@ -327,8 +327,9 @@ for s_ in SEP:
                             1 - mlr.cluster_accuracy(close.labels, p_end.labels[0]),
                             mlr.dist_matched(p_end.theta[0], star) / delta,
                             mlr.dist_matched(orc, star) / delta)
-        print(f"Delta sqrt(n)/sigma = {s_:.0f} (n = {n_:2d}, sigma = {sig_}, Delta = {delta:.3f}): "
-              f"misassigned at the truth {sep_rows[s_, n_][0]:.0%} (Q = {norm.sf(s_ / 2):.0%}); "
+        print(f"Delta sqrt(n)/sigma = {s_:.0f} (n = {n_:2d}, sigma = {sig_}, "
+              f"Delta = {delta:.3f}):\n    misassigned at the truth {sep_rows[s_, n_][0]:.0%} "
+              f"(Q = {norm.sf(s_ / 2):.0%}); "
               f"IFCA misclusters {sep_rows[s_, n_][1]:.0%}, error {sep_rows[s_, n_][2]:.2f} Delta "
               f"(oracle {sep_rows[s_, n_][3]:.2f} Delta)")
 mis = np.array([[sep_rows[s_, n_][0] for n_ in (15, 60)] for s_ in SEP])
@@ -397,11 +398,11 @@ assert (final[:3] < 0.1).all() and final[3] > 0.5 and not r.diverged[3] and r.di
 # the mixing weights fixed at $1/k$. At $T = 2 \sigma^2 / n$ soft IFCA is therefore a **gradient
 # EM with known $\sigma$ and fixed equal mixing weights** (called "the gradient EM" below). A
 # machine's $n$ points are a lot of evidence, so that temperature is low (0.033 here) and the
-# weights are nearly hard: as $T \to 0$ soft IFCA is hard IFCA. A higher temperature $T$ is the same gradient
-# EM for a model that believes the noise is $\sigma_T = \sqrt{n T / 2}$ (3.9 at $T = 2$, against
-# the true 0.5): the weights are flatter, every model feels every machine, and as $T \to \infty$
-# every weight is $1/k$ and all models run gradient descent on the same global loss. From
-# section 5a's collapsed start:
+# weights are nearly hard: as $T \to 0$ soft IFCA is hard IFCA. A higher temperature $T$ is the
+# same gradient EM for a model that believes the noise is $\sigma_T = \sqrt{n T / 2}$ (3.9 at
+# $T = 2$, against the true 0.5): the weights are flatter, every model feels every machine, and as
+# $T \to \infty$ every weight is $1/k$ and all models run gradient descent on the same global
+# loss. From section 5a's collapsed start:
 
 # %%
 t_em = teach.em_temperature(sigma, N)
@@ -421,7 +422,8 @@ print(f"hard IFCA: distance {stuck.dist[-1]:.3f}, models hold lines {facts['line
 for tt, p in soft_all.items():
     f_ = teach.path_facts(p, mix)
     print(f"soft IFCA, temperature {tt:.3f}: distance {p.dist[-1]:.3f}, models hold lines "
-          f"{f_['lines_end']}; a machine's largest weight averages {p.weights[0].max(1).mean():.2f}"
+          f"{f_['lines_end']};\n    a machine's largest weight averages "
+          f"{p.weights[0].max(1).mean():.2f}"
           f" at the start, {p.weights[-1].max(1).mean():.2f} at the end")
 soft = [soft_all[2.0], soft_all[5.0]]
 assert teach.path_facts(soft_all[t_em], mix)["lines_end"] == facts["lines_end"]
@@ -496,7 +498,7 @@ for alpha0 in (0.05, 0.25, 0.45):
     first = np.argmax(dd <= 0.6 * sigma, axis=0)    # first iteration within 0.6 sigma
     a0_rows[alpha0] = (dd[0].mean(), ok.mean(), first[ok].mean() if ok.any() else np.nan)
     print(f"alpha0 = {alpha0}: starts {dd[0].mean():.3f} from the truth "
-          f"((1/2 - alpha0) Delta = {(0.5 - alpha0) * delta3:.3f}); {ok.mean():.0%} of "
+          f"((1/2 - alpha0) Delta = {(0.5 - alpha0) * delta3:.3f});\n    {ok.mean():.0%} of "
           f"{len(ok)} succeed, within 0.6 sigma after {a0_rows[alpha0][2]:.1f} iterations")
 lo_, hi_ = a0_rows[0.05], a0_rows[0.45]
 share = (f"stays at {lo_[1]:.0%}" if lo_[1] == hi_[1] else
@@ -640,7 +642,7 @@ if failed is None:
     print("(2) n_init=1: the single k = 3 start succeeds for every seed 0..9")
 else:
     k_one, bic_one = bic_choice(mix, 1, failed)
-    print(f"(2) n_init=1, seed {failed} (seeds 0..{failed - 1} succeed at k = 3): BIC "
+    print(f"(2) n_init=1, seed {failed} (seeds 0..{failed - 1} succeed at k = 3):\n    BIC "
           f"{', '.join(f'{v:.1f}' for v in bic_one.values())} for k = 1..5, picks k = {k_one}")
 assert k_close != 3
 
@@ -705,9 +707,10 @@ for tau in (1, 5, 20, 100):
     ends[tau] = (rr.trace.dist_matched()[1, 0], np.abs(rr.theta[0] - fp).max(),
                  np.linalg.norm(fp - orc, axis=1).max(), np.linalg.norm(fp - mean_own, axis=1).max(),
                  mlr.dist_matched(fp, theta_star))
-    print(f"tau = {tau:3d}: distance to the truth after 1 round {ends[tau][0]:.3f}; after 100 "
-          f"rounds {ends[tau][1]:.0e} from the predicted end point, which is {ends[tau][2]:.4f} from "
-          f"the oracle, {ends[tau][3]:.4f} from the mean of own fits, {ends[tau][4]:.4f} from "
+    print(f"tau = {tau:3d}: distance to the truth after 1 round {ends[tau][0]:.3f};\n    after 100 "
+          f"rounds {ends[tau][1]:.0e} from the predicted end point, which is\n    "
+          f"{ends[tau][2]:.4f} from the oracle, {ends[tau][3]:.4f} from the mean of own fits, "
+          f"{ends[tau][4]:.4f} from "
           f"the truth")
     assert ends[tau][1] < 1e-8
 print(f"oracle: {mlr.dist_matched(orc, theta_star):.4f} from the truth")
@@ -864,7 +867,8 @@ for p_small in (0.3, 0.25, 0.2):
     rng_ = teach.step_range_for_half(p_small, p_large)
     print(f"p = {p_small}, p_max = {p_large}: at gamma = 1/(4p) the factors are "
           f"{teach.factor_at_quarter_step(p_small, p_large)[0]:.2f} (small) and "
-          f"{teach.factor_at_quarter_step(p_small, p_large)[1]:.2f} (large); steps giving both "
+          f"{teach.factor_at_quarter_step(p_small, p_large)[1]:.2f} (large);\n    steps giving "
+          "both "
           f"<= 1/2: {'none' if rng_ is None else f'[{rng_[0]:.3f}, {rng_[1]:.3f}]'}")
 assert abs(teach.factor_at_quarter_step(0.3, 0.7)[1] - 1 / 6) < 1e-12
 assert teach.step_range_for_half(0.2, 0.8) is None
