@@ -8,7 +8,7 @@ from .. import _numerics
 from .._progress import iterations_bar
 from .._validation import check_bool, check_choice, check_float, check_int
 from ._common import (LOSSES, check_data, check_l2, check_scale, loss_gradient, model_start,
-                      sample_weights, warn_diverged)
+                      ragged_rows, sample_weights, warn_diverged)
 from ._result import BaselineResult
 
 __all__ = ["cfl", "split_by_similarity", "cosine_similarities"]
@@ -119,7 +119,8 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
 
     Parameters
     ----------
-    X : array_like, shape (m, n, d)
+    X : array_like, shape (m, n, d), or a list of m arrays (n_i, d)
+        Machines of unequal sizes as a list are kept unpadded (as :func:`fpfc` keeps them).
     y : array_like, shape (m, n)
     init : array_like, shape (d,) (``(d, C)`` for ``loss="multinomial"``), optional
         Starting model of the single initial group; default zeros.
@@ -209,13 +210,15 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     Sattler, Mueller, Samek, "Clustered Federated Learning" (NeurIPS 2019 FL workshop;
     IEEE TNNLS 2021), criteria (5), (6) and Algorithms 1, 2.
     """
-    X, y, n_samples = check_data(X, y, n_samples)
+    rows = ragged_rows(X, y, n_samples)  # lists of unequal sizes stay unpadded
+    if rows is None:
+        X, y, n_samples = check_data(X, y, n_samples)
     check_choice("loss", loss, LOSSES)
-    check_scale(X, y, loss, "cfl")
+    check_scale(*((X, y) if rows is None else (rows.X, rows.y)), loss, "cfl")
     l2 = check_l2(l2)
     huber_delta = check_float("huber_delta", huber_delta, low=0.0, low_open=True)
-    m, n, d = X.shape
-    theta0, shape = model_start(init, n_classes, loss, y, d)
+    m, d = (X.shape[0], X.shape[2]) if rows is None else (rows.m, rows.d)
+    theta0, shape = model_start(init, n_classes, loss, y if rows is None else rows.y, d)
     lr = check_float("lr", lr, low=0.0, low_open=True)
     eps1 = check_float("eps1", eps1, low=0.0, low_open=True)
     eps2 = check_float("eps2", eps2, low=0.0, low_open=True)
@@ -225,9 +228,12 @@ def cfl(X, y, *, init=None, lr=0.1, eps1=1e-3, eps2=0.05, max_rounds=500, local_
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
 
-    weights, counts = sample_weights(n_samples, m, n)
-    grad = (_squared_gradient(X, y, l2) if loss == "squared" and n_samples is None
-            else loss_gradient(X, y, l2, loss, huber_delta, shape, weights))
+    if rows is not None:
+        counts, grad = rows.counts, rows.gradient(l2, loss, huber_delta, shape)
+    else:
+        weights, counts = sample_weights(n_samples, m, X.shape[1])
+        grad = (_squared_gradient(X, y, l2) if loss == "squared" and n_samples is None
+                else loss_gradient(X, y, l2, loss, huber_delta, shape, weights))
     d = theta0.size  # numbers per model (d C for the multinomial loss): models travel flat
     # active groups: (tree id, global machine indices, model)
     active = [(0, np.arange(m, dtype=np.int64), theta0.copy())]
