@@ -22,6 +22,16 @@ def report(done):
         hook(done)
 
 
+def progress_range(n, desc, enabled, unit="round"):
+    """``range(n)``, with a tqdm bar on stderr over it when ``enabled`` (the baselines' loops:
+    the bar stops where a loop that breaks early stops)."""
+    if not enabled:
+        return range(n)
+    from tqdm.auto import tqdm
+
+    return tqdm(range(n), desc=desc, unit=unit, dynamic_ncols=True)
+
+
 @contextlib.contextmanager
 def iterations_bar(total, desc, enabled=True, unit="it"):
     """A tqdm bar (on stderr) over ``total`` iterations while the block runs, moved by

@@ -96,3 +96,19 @@ def test_the_runner_bar_waits_for_two_units_and_ignores_a_slow_first():
     shown = out.getvalue()
     assert "time left: after 2 units" in shown and "about 01:22 left" in shown
     assert "04:" not in shown  # no wild estimate at any point
+
+
+def test_the_other_baselines_have_bars(mix, capsys):
+    bl = mlr.baselines
+    bl.fedavg(mix.X, mix.y, n_rounds=7, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "fedavg")[-1] == (7, 7)
+    bl.local_train(mix.X, mix.y, n_steps=6, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "local_train")[-1] == (6, 6)
+    bl.per_fedavg(mix.X, mix.y, alpha=0.01, beta=0.01, n_rounds=5, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "per_fedavg")[-1] == (5, 5)
+    bl.ifca_weighted(mix.X, mix.y, np.zeros((3, 2, 4)), 0.1, n_iter=4, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "ifca_weighted")[-1] == (3, 3)
+    bl.soft_ifca(mix.X, mix.y, np.zeros((2, 4)), 0.1, temperature=0.1, n_iter=9, verbose=True)
+    assert _bar_total(capsys.readouterr().err, "soft_ifca")[-1] == (9, 9)
+    bl.fedavg(mix.X, mix.y, n_rounds=7)
+    assert capsys.readouterr().err == ""

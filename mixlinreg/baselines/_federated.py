@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_array, check_choice, check_float, check_int
+from .._progress import progress_range
+from .._validation import check_array, check_bool, check_choice, check_float, check_int
 from ..losses import LOSSES as _SCALAR_LOSSES
 from ..losses import multinomial_value
 from ._common import (LOSSES, check_data, check_l2, check_scale, loss_gradient, model_start,
@@ -90,7 +91,7 @@ def machine_losses(X, y, models, weights, loss, delta=1.0, l2=0.0):
 
 
 def local_train(X, y, *, lr=None, n_steps=100, l2=0.0, loss="squared", n_classes=None,
-                huber_delta=1.0, n_samples=None, init=None):
+                huber_delta=1.0, n_samples=None, init=None, verbose=False):
     r"""LOCAL: every machine alone, ``n_steps`` gradient steps ``w <- w - lr grad F_i(w)`` from
     ``init`` (zeros by default); no communication.
 
@@ -112,6 +113,8 @@ def local_train(X, y, *, lr=None, n_steps=100, l2=0.0, loss="squared", n_classes
     n_samples : array_like of int, shape (m,), optional
         Rows used per machine (padded arrays), as in :func:`mixlinreg.baselines.cfl`.
     init : array_like, shape (d,) or (d, C), optional
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the steps.
 
     Returns
     -------
@@ -132,14 +135,15 @@ def local_train(X, y, *, lr=None, n_steps=100, l2=0.0, loss="squared", n_classes
     n_steps = check_int("n_steps", n_steps, low=0)
     T = pb.tiled(pb.theta0)
     with np.errstate(all="ignore"):
-        for _ in range(n_steps):
+        for _ in progress_range(n_steps, "local_train", check_bool("verbose", verbose), "step"):
             T = T - lr * pb.grad(pb.idx, T)
         final = pb.values(T)
     return pb.result(T, np.arange(pb.m), 0, 0.0, {"loss": final, "lr": float(lr)}, "local_train")
 
 
 def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0.0,
-           loss="squared", n_classes=None, huber_delta=1.0, n_samples=None, init=None):
+           loss="squared", n_classes=None, huber_delta=1.0, n_samples=None, init=None,
+           verbose=False):
     r"""FedAvg (McMahan et al. 2017): one global model ``w`` (zeros, or ``init``); each round
     every machine runs ``local_steps`` gradient steps ``w_i <- w_i - lr grad F_i(w_i)`` from
     ``w`` and the server sets ``w = sum_i p_i w_i`` with ``p_i = n_i / N`` (``weighting="size"``,
@@ -157,6 +161,8 @@ def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0
     n_rounds : int, default 100
         ``>= 0``.
     weighting : {"size", "uniform"}, default "size"
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the rounds.
 
     Returns
     -------
@@ -180,7 +186,7 @@ def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0
     p = pb.mix(weighting)
     w = pb.theta0
     with np.errstate(all="ignore"):
-        for _ in range(n_rounds):
+        for _ in progress_range(n_rounds, "fedavg", check_bool("verbose", verbose)):
             T = pb.tiled(w)
             for _ in range(local_steps):
                 T = T - lr * pb.grad(pb.idx, T)
@@ -192,7 +198,7 @@ def fedavg(X, y, *, lr=None, local_steps=5, n_rounds=100, weighting="size", l2=0
 
 def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
                weighting="uniform", l2=0.0, loss="squared", n_classes=None, huber_delta=1.0,
-               n_samples=None, init=None):
+               n_samples=None, init=None, verbose=False):
     r"""Per-FedAvg, first-order version (Fallah, Mokhtari, Ozdaglar 2020, Algorithm 1 with the
     first-order approximation): a meta-model ``w`` trained so that one gradient step adapts it.
 
@@ -222,6 +228,8 @@ def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
     adapt_steps : int, default 1
         Adaptation steps of the evaluation, ``>= 0`` (0: the meta-model itself).
     weighting : {"uniform", "size"}, default "uniform"
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the rounds.
 
     Returns
     -------
@@ -247,7 +255,7 @@ def per_fedavg(X, y, *, alpha, beta, local_steps=5, n_rounds=100, adapt_steps=1,
     p = pb.mix(weighting)
     w = pb.theta0
     with np.errstate(all="ignore"):
-        for _ in range(n_rounds):
+        for _ in progress_range(n_rounds, "per_fedavg", check_bool("verbose", verbose)):
             T = pb.tiled(w)
             for _ in range(local_steps):
                 T = T - beta * pb.grad(pb.idx, T - alpha * pb.grad(pb.idx, T))
@@ -266,7 +274,7 @@ def _assign(F):
 
 
 def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_delta=1.0,
-                  n_samples=None):
+                  n_samples=None, verbose=False):
     r"""IFCA with gradient averaging (Ghosh et al. 2020, Algorithm 2, option I) for machines of
     unequal sizes, several restarts, the kept one chosen by training loss.
 
@@ -293,6 +301,8 @@ def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_d
         Step, ``> 0``.
     n_iter : int, default 100
         Iterations, ``>= 0``.
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the runs (each run's iterations in turn).
 
     Returns
     -------
@@ -331,7 +341,7 @@ def ifca_weighted(X, y, init, lr, *, n_iter=100, l2=0.0, loss="squared", huber_d
     labels = np.zeros((R, pb.m), dtype=np.int64)
     losses = np.empty(R)
     with np.errstate(all="ignore"):
-        for r in range(R):
+        for r in progress_range(R, "ifca_weighted", check_bool("verbose", verbose), "run"):
             th = thetas[r]
             for _ in range(n_iter):
                 a = _assign(_all_losses(pb, th))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _numerics
-from .._validation import check_array, check_float, check_int
+from .._progress import progress_range
+from .._validation import check_array, check_bool, check_float, check_int
 from ..losses import LOSSES
 from ._common import check_data_rescaled, check_l2, check_loss, check_scale, warn_diverged
 from ._result import BaselineResult
@@ -44,7 +45,8 @@ def _soft_weights(F, temperature):
     return w / w.sum(axis=1, keepdims=True)
 
 
-def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"):
+def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared",
+              verbose=False):
     r"""IFCA with soft (softmax) cluster assignments, gradient averaging; one run, squared loss.
 
     Each iteration, machine ``i`` weighs the ``k`` models by
@@ -81,6 +83,8 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
         Ridge coefficient, ``>= 0``, in ``F_i`` as in :func:`mixlinreg.ifca`.
     loss : {"squared"}
         Only the squared loss.
+    verbose : bool, default False
+        A tqdm bar (on stderr) over the iterations.
 
     Returns
     -------
@@ -130,7 +134,7 @@ def soft_ifca(X, y, init, lr, *, temperature, n_iter=300, l2=0.0, loss="squared"
     done = 0
     # divergence is detected explicitly below, so no floating point warning needs to escape
     with np.errstate(all="ignore"):
-        for _ in range(n_iter):
+        for _ in progress_range(n_iter, "soft_ifca", check_bool("verbose", verbose), "it"):
             err, F = _losses(X2, y, theta, l2)
             if not np.all(np.isfinite(F)):
                 diverged = True
