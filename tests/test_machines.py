@@ -351,3 +351,38 @@ def test_fpfc_keeps_ragged_machines_unpadded_and_agrees_with_the_padded_form():
     b = bl.fpfc(Xp, yp, n_samples=n, n_rounds=20, rng=0)
     np.testing.assert_allclose(a.extra["omega"], b.extra["omega"], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(a.theta, b.theta, rtol=1e-9, atol=1e-12)
+
+
+def test_the_diabetes_experiment_of_the_issue():
+    """Issue 39's experiment with the new API: scikit-learn's diabetes data, 10 machines of 44
+    rows (standardized features); k = 1 with an intercept warns after the default 300
+    iterations and equals pooled least squares with an intercept to 1e-6 relative once it
+    converged; list input equals the dense input; machines of 20 to 70 rows fit."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.preprocessing import StandardScaler
+
+    features, target = load_diabetes(return_X_y=True)
+    features = StandardScaler().fit_transform(features)
+    X, y = features[:440].reshape(10, 44, -1), target[:440].reshape(10, 44)
+    design = np.column_stack([features[:440], np.ones(440)])
+    pooled = np.linalg.lstsq(design, target[:440], rcond=None)[0]
+    with pytest.warns(mlr.ConvergenceWarning, match="did not meet tol"):
+        short = mlr.IFCA(n_clusters=1, n_init=1, fit_intercept=True, random_state=0).fit(X, y)
+    assert not short.converged_
+    long = mlr.IFCA(n_clusters=1, n_init=1, n_iter=20000, fit_intercept=True, random_state=0)
+    long.fit(X, y)
+    fitted = np.append(long.coef_[0], long.intercept_[0])
+    assert long.converged_
+    assert np.max(np.abs(fitted - pooled)) <= 1e-6 * np.max(np.abs(pooled))
+    listed = mlr.IFCA(n_clusters=1, n_init=1, n_iter=20000, fit_intercept=True,
+                      random_state=0).fit(list(X), list(y))
+    assert np.array_equal(listed.coef_, long.coef_)
+    sizes = np.array([20, 30, 35, 40, 44, 45, 50, 53, 55, 70])
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    Xs = [features[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    ys = [target[a:b] for a, b in zip(edges[:-1], edges[1:])]
+    est = mlr.IFCA(n_clusters=1, n_init=1, n_iter=20000, fit_intercept=True,
+                   random_state=0).fit(Xs, ys)
+    assert est.converged_ and est.to_frame("machines")["n_rows"].tolist() == sizes.tolist()
+    sol = _weighted_ls([np.column_stack([a, np.ones(len(a))]) for a in Xs], ys, range(10))
+    np.testing.assert_allclose(np.append(est.coef_[0], est.intercept_[0]), sol, rtol=1e-6)
