@@ -483,7 +483,7 @@ show(teach.soft_figure(mix, [stuck] + soft, ["hard IFCA", "soft, temperature 2",
 # outside those hypotheses, so the theorem guarantees nothing for them; the ball is only a
 # reference. What changes with $\alpha_0$, measured: `mlr.init_close` puts every model exactly on
 # its ball's boundary, in a random direction, and IFCA runs from each start (section 5b's
-# three-line problem, $2 T$ iterations); the sentence after the table is printed from it.
+# three-line problem, `2 * T_ITER` iterations); the sentence after the table is printed from it.
 
 # %%
 delta3 = min(np.linalg.norm(a - b) for i, a in enumerate(mix3.theta_star)
@@ -735,9 +735,9 @@ assert mlr.dist_matched(mean_own, theta_star) > mlr.dist_matched(orc, theta_star
 # gradient, and the server still divides by $m$. A machine takes part with probability $s / m$
 # and the step is a sum over the machines taking part, so in expectation a round moves each model
 # $s / m$ of the full step: the step size shrinks to $\mathrm{lr}\, s / m$, and the round's draw
-# adds noise. Section 3's descent argument needs every machine in every round: here a round
-# descends the loss of the machines that took part, not $G$, so the training loss (over all
-# machines) can rise; the runs below count the rounds where it does. Measured over 400 draws of
+# adds noise. Section 3's descent argument needs every machine in every round: here a round is a
+# gradient step on the loss of the machines that took part only, not on $G$, so the training loss
+# (over all machines) can rise; the runs below count the rounds where it does. Measured over 400 draws of
 # one round from a start near the truth:
 
 # %%
@@ -783,9 +783,9 @@ assert max(v[1] for v in part_rows.values()) < 1.5 * min(v[1] for v in part_rows
 #
 # The theorems analyse a variant: every iteration uses **fresh** points (each machine's $n$ points
 # are split into $2T$ blocks of $n'$; one block estimates the clusters, the next gives the
-# gradient), with gradient averaging and every machine taking part. Each step then descends a
-# fresh block's loss, not the full-data $G$ of section 3, whose argument does not cover it; the
-# theorem below is the guarantee instead. It is stated for the linear model of Section 5.1:
+# gradient), with gradient averaging and every machine taking part. Each step is then a gradient
+# step on a fresh block's loss, not on the full-data $G$ of section 3, whose argument does not
+# cover it; the theorem below is the guarantee instead. It is stated for the linear model of Section 5.1:
 # $x \sim N(0, I_d)$, $y = \langle x, \theta^*_j \rangle + \varepsilon$, $\varepsilon \sim N(0,
 # \sigma^2)$, with $p = \min_j p_j$ the smallest cluster's fraction, $\Delta = \min_{j \ne j'}
 # \|\theta^*_j - \theta^*_{j'}\|$ and $\rho = \Delta^2 / \sigma^2$.

@@ -68,7 +68,7 @@ def test_lesson_page_is_the_executed_lesson(built):
     text = _text(page)
     nb = jupytext.read(LESSON)
     # every section of the lesson is on the page, in order
-    heads = [re.sub(r"[`*]", "", ln[2:].lstrip("#").strip())
+    heads = [re.sub(r"[`*]", "", ln[2:].lstrip("#").strip()).split("$")[0].strip()
              for c in nb.cells if c.cell_type == "markdown"
              for ln in c.source.splitlines() if ln.startswith("## ")]
     assert len(heads) >= 8
@@ -84,6 +84,13 @@ def test_lesson_page_is_the_executed_lesson(built):
     # the runs the lesson describes state the committed views' numbers
     loss = re.search(r"loss ([\d.]+) -> ([\d.]+)", _record("lines")["summary"]).groups()
     assert f"{loss[0]} -> {loss[1]}" in text
+    # a textbook page: formulas typeset (MyST dollar math), no build leftovers in the outputs
+    assert page.count('class="math notranslate nohighlight"') >= 100
+    assert not re.search(r"Out\[\d*\]", text)  # an exercise check's value left as the cell's
+    assert "numba compiled" not in text and "with numba before its first use" not in text
+    assert "no sliders here" not in text and "ModuleNotFoundError" not in text
+    # blocks fit the page: the stylesheet that keeps tables and code inside the column
+    assert 'href="_static/mixlinreg.css' in page and (built / "_static" / "mixlinreg.css").is_file()
     # the downloads are the lesson itself, as a notebook and as the script
     nbs = list(built.glob("_downloads/*/mixlinreg_lesson.ipynb"))
     pys = list(built.glob("_downloads/*/mixlinreg_lesson.py"))
@@ -248,3 +255,28 @@ def test_teaching_examples_use_the_views_settings(teaching_runs):
     assert c.factor.est == pytest.approx(con["factor"], rel=1e-9)
     assert c.factor_exact == pytest.approx(con["factor_exact"], rel=1e-9)
     assert np.isclose(c.settings["lr"], con["lr"]) and np.isclose(c.settings["p"], con["p"])
+
+
+def test_lesson_build_drops_only_the_compile_notices():
+    """docs/conf.py's filter (used while the lesson runs in the build) drops the mixlinreg
+    logger's two compile notices, whose wording it matches in mixlinreg/_firstuse.py, and
+    nothing else (a real warning of the package still shows)."""
+    import ast
+    import logging
+
+    tree = ast.parse((DOCS / "conf.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_CompileNotices")
+    ns = {}
+    exec(compile(ast.Module(body=[cls], type_ignores=[]), "conf.py", "exec"), ns)
+    notices = ns["_CompileNotices"]()
+    source = (ROOT / "mixlinreg" / "_firstuse.py").read_text()
+    for prefix in notices.PREFIXES:
+        assert f'"{prefix}' in source, prefix  # the notices still begin this way
+
+    def rec(msg):
+        return logging.LogRecord("mixlinreg", logging.WARNING, __file__, 1, msg, (), None)
+
+    assert not notices.filter(rec("mixlinreg: numba compiled %s for a new argument signature"))
+    assert not notices.filter(rec("mixlinreg: compiling %s with numba before its first use"))
+    assert notices.filter(rec("mixlinreg: the compiled-kernel cache file %s was damaged"))
+    assert notices.filter(rec("mixlinreg: caching the compiled kernels in /tmp instead"))
