@@ -440,7 +440,7 @@ assert abs(soft[1].weights[-1].max(1).mean() - 1 / k) < 0.01
 # the distance within 0.05): with weights this close to 0 and 1, the gradient EM is stuck in the
 # same local minimum.
 # Temperatures 0.3 and 1 stay stuck too. At 2 the pull of every machine on every model lets the
-# models separate and find the three lines; at 5 the weights end at `1/k` and all three models
+# models separate and find the three lines; at 5 the weights end at $1/k$ and all three models
 # sit on the single global least-squares fit. The picture: each machine's weights (a column;
 # machines ordered by their true line, the dashed lines between the lines' machines) at the start
 # and at the end.
@@ -515,7 +515,7 @@ np.testing.assert_allclose([v[0] for v in a0_rows.values()],
 #
 # A random start succeeds with some probability `q`. Run `R` starts and keep the one with the
 # **lowest training loss** (no ground truth needed): if a success always has a lower loss than a
-# failure, the chance that the kept run is good is `1 - (1 - q)^R`. `N_STARTS` random starts go
+# failure, the chance that the kept run is good is $1 - (1 - q)^R$. `N_STARTS` random starts go
 # into one kernel call; groups of R of them emulate R restarts.
 
 # %%
@@ -737,8 +737,8 @@ assert mlr.dist_matched(mean_own, theta_star) > mlr.dist_matched(orc, theta_star
 # $s / m$ of the full step: the step size shrinks to $\mathrm{lr}\, s / m$, and the round's draw
 # adds noise. Section 3's descent argument needs every machine in every round: here a round is a
 # gradient step on the loss of the machines that took part only, not on $G$, so the training loss
-# (over all machines) can rise; the runs below count the rounds where it does. Measured over 400 draws of
-# one round from a start near the truth:
+# (over all machines) can rise; the runs below count the rounds where it does. Measured over 400
+# draws of one round from a start near the truth:
 
 # %%
 st11 = mlr.init_close(theta_star, 0.25, 1, rng=1)[0]
@@ -785,10 +785,10 @@ assert max(v[1] for v in part_rows.values()) < 1.5 * min(v[1] for v in part_rows
 # are split into $2T$ blocks of $n'$; one block estimates the clusters, the next gives the
 # gradient), with gradient averaging and every machine taking part. Each step is then a gradient
 # step on a fresh block's loss, not on the full-data $G$ of section 3, whose argument does not
-# cover it; the theorem below is the guarantee instead. It is stated for the linear model of Section 5.1:
-# $x \sim N(0, I_d)$, $y = \langle x, \theta^*_j \rangle + \varepsilon$, $\varepsilon \sim N(0,
-# \sigma^2)$, with $p = \min_j p_j$ the smallest cluster's fraction, $\Delta = \min_{j \ne j'}
-# \|\theta^*_j - \theta^*_{j'}\|$ and $\rho = \Delta^2 / \sigma^2$.
+# cover it; the theorem below is the guarantee instead. It is stated for the linear model of
+# Section 5.1: $x \sim N(0, I_d)$, $y = \langle x, \theta^*_j \rangle + \varepsilon$,
+# $\varepsilon \sim N(0, \sigma^2)$, with $p = \min_j p_j$ the smallest cluster's fraction,
+# $\Delta = \min_{j \ne j'} \|\theta^*_j - \theta^*_{j'}\|$ and $\rho = \Delta^2 / \sigma^2$.
 #
 # **Assumption 2** (every $\lesssim$, $\gtrsim$ hides a universal constant the paper does not
 # give): $\max_j \|\theta^*_j\| \lesssim 1$, $\sigma \lesssim 1$, $n' \gtrsim ((\rho + 1) /
@@ -854,12 +854,13 @@ else:
 
 # %% [markdown]
 # Read T1 next to section 12: with **equal** clusters the measured factor is 1/2, as above. With
-# unequal ones (`p` the small cluster's fraction, `p_max` the large one's), the step
-# `gamma = 1/(4p)` gives the small cluster 1/2 and the large one `|1 - 2 gamma p_max| =
-# |1 - p_max / (2p)|`: 0.17 at 0.3/0.7, it contracts fine. The trouble is that the small cluster
-# needs `gamma >= 1/(4p)` and the large one `gamma <= 3/(4 p_max)` to get a factor of at most
-# 1/2: once `p_max > 3p` no single step does both, so T1 is "not supported" as stated (and its
-# `c1` cannot be one constant for all sizes). Exercise 2 below is the formula behind this.
+# unequal ones ($p$ the small cluster's fraction, $p_{\max}$ the large one's), the step
+# $\gamma = 1/(4p)$ gives the small cluster 1/2 and the large one $|1 - 2 \gamma p_{\max}| =
+# |1 - p_{\max} / (2p)|$: 0.17 at 0.3/0.7, it contracts fine. The trouble is that the small
+# cluster needs $\gamma \ge 1/(4p)$ and the large one $\gamma \le 3/(4 p_{\max})$ to get a factor
+# of at most 1/2: once $p_{\max} > 3p$ no single step does both, so T1 is "not supported" as
+# stated (and its $c_1$ cannot be one constant for all sizes). Exercise 2 below is the formula
+# behind this.
 
 # %%
 for p_small in (0.3, 0.25, 0.2):
@@ -896,10 +897,11 @@ def my_assign(X, y, theta):
 verdict = exercises.check_assign(my_assign)  # True once right
 
 # %% [markdown]
-# **Exercise 2.** With correct clusters, the divisor `m` and `E[x x^T] = I`, by what factor
-# does one step multiply the size of cluster j's error `||theta_j - theta*_j||`, in expectation
-# over the data, as a function of `g = lr * p_j`? The check measures it on resampled IFCA at
-# `g` = 0.1, 0.2, 0.7 and 0.85. (Hint: write the expected update as in section 5d.)
+# **Exercise 2.** With correct clusters, the divisor $m$ and $E[x x^\top] = I$, by what factor
+# does one step multiply the size of cluster $j$'s error $\|\theta_j - \theta^*_j\|$, in
+# expectation over the data, as a function of $g = \mathrm{lr}\, p_j$? The check measures it on
+# resampled IFCA at $g$ = 0.1, 0.2, 0.7 and 0.85. (Hint: write the expected update as in
+# section 5d.)
 
 # %%
 def my_factor(g):
@@ -922,7 +924,7 @@ def my_lr_max(p, H):
 verdict = exercises.check_lr_max(my_lr_max)  # True once right
 
 # %% [markdown]
-# **Exercise 4** (section 3). Write IFCA's objective `G(theta) = sum_i min_j F_i(theta_j)`, with
+# **Exercise 4** (section 3). Write IFCA's objective $G(\theta) = \sum_i \min_j F_i(\theta_j)$, with
 # `F_i` machine i's mean squared error, for `X` (m, n, d), `y` (m, n), `theta` (k, d): return one
 # number. The check compares it with the training loss `mixlinreg.ifca` reports (careful: is that
 # a sum or a mean?).

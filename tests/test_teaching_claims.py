@@ -179,7 +179,7 @@ def test_contraction_caption_states_the_conditions_paper_checks_states():
 def test_lesson_theory_sentences_match_paper_checks():
     text = (ROOT / "experiments" / "tutorial.py").read_text()
     assert "does not contract the\n# large cluster at all" not in text
-    assert "|1 - p_max / (2p)|" in text and "0.17 at 0.3/0.7" in text
+    assert r"|1 - p_{\max} / (2p)|$" in text and "0.17 at 0.3/0.7" in text
     assert "Theorem 1 then guarantees progress" not in text
     assert "outside those hypotheses" in text
     assert '"equal\n# sizes: holds"' in text or "equal\n# sizes: holds" in text
