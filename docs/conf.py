@@ -137,6 +137,11 @@ def _lesson_page():
     _write_if_changed(DOCS / "lesson.ipynb", nbformat.writes(nb) + "\n")
 
 
+WIDGET = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ("The sliders are a live ipywidgets widget: they move in Jupyter, not on this static "
+               "page. The figure of this cell is what they draw first, at their default values.\n")
+
+
 class _CompileNotices:
     """A logging filter that drops the mixlinreg logger's numba compile notices (and only them)."""
 
@@ -183,11 +188,17 @@ def _execute(nb, cwd):
                 raise RuntimeError(f"the lesson's code cell {n + 1} failed: "
                                    f"{res.error_in_exec or res.error_before_exec!r}\n{cell.source}"
                                    f"\n{cap.stdout[-2000:]}")
+            # whitespace-only text (a widget's clear_output) would be an empty box on the page
             cell.outputs = [nbformat.v4.new_output("stream", name=name, text=text)
                             for name, text in (("stdout", cap.stdout), ("stderr", cap.stderr))
-                            if text]
-            cell.outputs += [nbformat.v4.new_output("display_data", data=o.data,
-                                                    metadata=o.metadata) for o in cap.outputs]
+                            if text.strip()]
+            for o in cap.outputs:
+                if WIDGET in o.data:  # a live widget cannot move on a static page: say so
+                    cell.outputs.append(nbformat.v4.new_output(
+                        "stream", name="stdout", text=WIDGET_NOTE))
+                else:
+                    cell.outputs.append(nbformat.v4.new_output(
+                        "display_data", data=o.data, metadata=o.metadata))
             cell.execution_count = n + 1
     finally:
         logger.removeFilter(notices)

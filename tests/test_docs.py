@@ -89,6 +89,10 @@ def test_lesson_page_is_the_executed_lesson(built):
     assert not re.search(r"Out\[\d*\]", text)  # an exercise check's value left as the cell's
     assert "numba compiled" not in text and "with numba before its first use" not in text
     assert "no sliders here" not in text and "ModuleNotFoundError" not in text
+    # the sliders' widget cannot move here: the page says so, and shows no empty output box
+    assert "they move in Jupyter, not on this static page" in text
+    assert "application/vnd.jupyter.widget-view+json" not in page
+    assert not re.search(r'<pre><span></span>\s*</pre>', page)
     # blocks fit the page: the stylesheet that keeps tables and code inside the column
     assert 'href="_static/mixlinreg.css' in page and (built / "_static" / "mixlinreg.css").is_file()
     # the downloads are the lesson itself, as a notebook and as the script
