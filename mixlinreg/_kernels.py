@@ -56,8 +56,11 @@ EVALUATE, ITERATE = 0, 1
 #: (m,) holds each machine's number of rows ``n_i``; with ``ragged`` (machines of unequal sizes,
 #: padded with zero rows to ``n = max n_i``) machine i reads only its first ``n_i`` rows and every
 #: mean over its rows divides by ``n_i`` (the wrapper refuses ``resample`` then). Without it every
-#: ``counts[i]`` is ``n`` and the iterations are those of the dense arrays, bit for bit.
-Data = namedtuple("Data", "X Y yidx use_stats A Bv cv counts ragged")
+#: ``counts[i]`` is ``n`` and the iterations are those of the dense arrays, bit for bit. With
+#: ``weighted``, machine i's gradient and its share of the training loss are multiplied by
+#: ``wts[i]`` (``m n_i / N``: every row counts once, ``weighting="size"``; the wrapper refuses it
+#: with model averaging).
+Data = namedtuple("Data", "X Y yidx use_stats A Bv cv counts ragged wts weighted")
 #: The objective: per-sample loss ``code`` (:data:`LOSS_CODES`), Huber threshold ``delta``, ridge
 #: coefficient ``l2``, and ``nout``, the outputs of a model: 1 for the losses of a scalar
 #: prediction; C for the multinomial loss, whose model j of run r is the d x C matrix held as the
@@ -236,7 +239,7 @@ def _evaluate(i, rows, data, loss, pk, Pflat, L, out):
         j = _argmin(L, a, k)
         r = act[a]
         out.asg[r, i] = j
-        out.lmin[r, i] = L[a, j]
+        out.lmin[r, i] = L[a, j] * data.wts[i] if data.weighted else L[a, j]
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -255,6 +258,8 @@ def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
                 g = 2.0 * (Q[q, col] - data.Bv[data.yidx[pk.act[a]], i, q]) / n_all
                 if loss.l2 != 0.0:
                     g += loss.l2 * pk.ThT[q, col]
+                if data.weighted:
+                    g *= data.wts[i]
                 gsum[q, col] += g
 
 
@@ -302,6 +307,8 @@ def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT,
                     g = GT[q, a * nout + c] * inv
                     if loss.l2 != 0.0:
                         g += loss.l2 * pk.ThT[q, col + c]
+                    if data.weighted:
+                        g *= data.wts[i]
                     gsum[q, col + c] += g
 
 

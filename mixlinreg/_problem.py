@@ -68,11 +68,14 @@ class _Problem:
     use_shared: bool = False
     counts: np.ndarray = None  # (m,) int64: rows of each machine, n_i
     ragged: bool = False  # some machine has fewer than n rows
+    wts: np.ndarray = None  # (m,) float64: each machine's weight, m n_i / N for weighting="size"
+    weighted: bool = False  # the weights differ from 1 (weighting="size" with unequal sizes)
 
     @classmethod
     def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
            resample, participation, y_index, theta_star, early_stop, tol, diverge_threshold,
-           trace, method, gram_memory, dtype, rng, shared=None, n_samples=None):
+           trace, method, gram_memory, dtype, rng, shared=None, n_samples=None,
+           weighting="uniform"):
         # rng is checked whether or not this call draws from it (it only draws an int
         # participation), with the validator of the estimator, the baselines and the generators
         rng = as_generator(rng)
@@ -110,6 +113,7 @@ class _Problem:
                              f"{int(counts.min())} to {int(counts.max())}; use resample=False, or "
                              f"give every machine the same number of rows")
         part, use_part = _check_participation(participation, n_iter, R, m, rng)
+        wts, weighted = _check_weighting(weighting, counts, ragged, averaging)
         star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt, nout)
         shared, use_shared = check_shared(shared, d)
         if use_shared:
@@ -123,7 +127,8 @@ class _Problem:
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
                    trace=trace, method=method, gram_memory=gram_memory, shared=shared,
-                   use_shared=use_shared, counts=counts, ragged=ragged)
+                   use_shared=use_shared, counts=counts, ragged=ragged, wts=wts,
+                   weighted=weighted)
 
 
 def _check_data(X, y, dtype, n_samples=None):
@@ -141,6 +146,20 @@ def _check_data(X, y, dtype, n_samples=None):
     X, y, counts, ragged = machine_arrays(X, y, n_samples, dt, y_ndim=(2, 3))
     Y = y[None] if y.ndim == 2 else y
     return X, Y, y.ndim, dt, (X_in, y_in), counts, ragged
+
+
+def _check_weighting(weighting, counts, ragged, averaging):
+    """Each machine's weight and whether any differs from 1: ``"uniform"`` all 1; ``"size"``
+    ``m n_i / N`` (every row counts once), refused with model averaging."""
+    check_param("weighting", weighting)
+    m = counts.shape[0]
+    if weighting == "uniform" or not ragged:
+        return np.ones(m), False
+    if averaging != "gradient":
+        raise ValueError("weighting='size' needs averaging='gradient' (a size-weighted mean of "
+                         "the local models is not offered), got averaging="
+                         f"{averaging!r}; use weighting='uniform'")
+    return m * counts.astype(np.float64) / float(counts.sum()), True
 
 
 def to_vectors(W):

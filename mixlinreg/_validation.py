@@ -464,6 +464,8 @@ PARAMETERS = {
     "rng": Seed(),
     "shared": Either(None, Array("(d,) of bool, or distinct int coordinates in [0, d)",
                                  "_problem.check_shared")),
+    # how machines of unequal sizes count: each once (the paper), or each row once
+    "weighting": Options(("uniform", "size")),
     # machines of unequal sizes given padded (mixlinreg.machines): rows used per machine
     "n_samples": Either(None, Array("(m,) of int in [1, n]", "machines.machine_arrays")),
 }

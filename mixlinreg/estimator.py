@@ -90,6 +90,9 @@ class IFCA(BaseEstimator):
         coefficient is ``intercept_``. ``l2`` penalizes the intercept too (it applies to every
         coordinate the kernel fits), unlike scikit-learn's ``Ridge``. An ``init`` array may then be
         (k, d) (intercepts start at 0) or (k, d + 1) (the last column the intercepts).
+    weighting : {"uniform", "size"}, default "uniform"
+        How machines of unequal sizes count (see :func:`ifca`): each once (the paper's
+        objective) or each row once (``"size"``: pooled least squares for ``n_clusters=1``).
     verbose : bool, default False
         A tqdm progress bar (on stderr) over the iterations of the fit's one batched call (all
         restarts and step sizes move together); it moves after each chunk of iterations
@@ -192,7 +195,7 @@ class IFCA(BaseEstimator):
                  loss="squared", l2=0.0, huber_delta=1.0, averaging="gradient", local_steps=1,
                  early_stop=False, tol=1e-6, method="auto", dtype=np.float64, n_threads=None,
                  random_state=None, diverge_threshold="auto", shared=None, fit_intercept=False,
-                 verbose=False, rng="deprecated"):
+                 verbose=False, weighting="uniform", rng="deprecated"):
         self.n_clusters = n_clusters
         self.lr = lr
         self.n_init = n_init
@@ -213,6 +216,7 @@ class IFCA(BaseEstimator):
         self.shared = shared
         self.fit_intercept = fit_intercept
         self.verbose = verbose
+        self.weighting = weighting
         self.rng = rng
 
     #: What each parameter may be: the entries of the package's one table of bounds
@@ -222,7 +226,7 @@ class IFCA(BaseEstimator):
     _constraints = {**{name: PARAMETERS[name] for name in (
         "n_clusters", "lr", "n_init", "n_iter", "init", "loss", "l2", "huber_delta", "averaging",
         "local_steps", "early_stop", "tol", "method", "dtype", "n_threads", "random_state",
-        "diverge_threshold", "shared", "fit_intercept", "verbose")},
+        "diverge_threshold", "shared", "fit_intercept", "verbose", "weighting")},
         # the estimator's models are vectors: no "multinomial" (fit says so first)
         "loss": Options(tuple(c for c in PARAMETERS["loss"].choices if c != "multinomial")),
         "rng": Either(Options(("deprecated",)), PARAMETERS["rng"])}
@@ -270,7 +274,7 @@ class IFCA(BaseEstimator):
 
     def _kernel_kwargs(self):
         return dict(loss=self.loss, l2=self.l2, huber_delta=self.huber_delta, dtype=self.dtype,
-                    n_threads=self.n_threads)
+                    n_threads=self.n_threads, weighting=self.weighting)
 
     def fit(self, X, y):
         """Fit: every start at every step size in ``lr`` in one :func:`ifca` call; keep the lowest loss.

@@ -214,7 +214,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
          y_index=None, theta_star=None, early_stop=False, tol=1e-6,
          diverge_threshold="auto", trace=False, method="auto",
          gram_memory=_numerics.GRAM_MEMORY, dtype=None, n_threads=None, rng=None, kernel=None,
-         shared=None, backend=None, n_samples=None):
+         shared=None, backend=None, n_samples=None, weighting="uniform"):
     r"""Run many IFCA runs at once on shared data.
 
     Each run ``r`` starts from ``init[r]`` (k models) with step size ``lr[r]``. One iteration:
@@ -335,6 +335,13 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
         of ``X[i]`` and ``y[i]`` (integers in [1, n]); the padding is never read and may hold
         anything (NaN too). Not with lists (their lengths are the sizes).
         :func:`mixlinreg.stack_machines` makes this form from lists.
+    weighting : {"uniform", "size"}, default "uniform"
+        How machines of unequal sizes count. ``"uniform"``: every machine once, the objective
+        ``(1/m) sum_i F_i`` of the paper. ``"size"``: every row once, ``sum_i (n_i / N) F_i``
+        with ``N = sum_i n_i`` (pooled empirical risk): machine i's gradient and its share of
+        the training loss are weighted ``m n_i / N``; each machine is still assigned by its own
+        mean loss ``F_i``. With equal sizes the two are the same (bit for bit). Gradient
+        averaging only (``averaging="model"`` refuses ``"size"`` with unequal sizes).
 
     shared : None, bool array (d,) or sequence of ints, optional
         Weight sharing (Section 4.3 of the long version, 4.1 of the NeurIPS version): the
@@ -397,7 +404,7 @@ def ifca(X, y, init, lr, *, n_iter=300, loss="squared", l2=0.0, huber_delta=1.0,
                        participation=participation, y_index=y_index, theta_star=theta_star,
                        early_stop=early_stop, tol=tol, diverge_threshold=diverge_threshold,
                        trace=trace, method=method, gram_memory=gram_memory, dtype=dtype, rng=rng,
-                       shared=shared, n_samples=n_samples)
+                       shared=shared, n_samples=n_samples, weighting=weighting)
     if kernel == "jax" and prob.ragged:
         raise ValueError("kernel='jax' needs machines of equal sizes (its iterations take means "
                          "over whole machines); use kernel='numba' for machines of unequal sizes")
@@ -440,7 +447,8 @@ def _run(prob, threads):
         A = np.zeros((1, 1, 1), dtype=dt)
         Bv = np.zeros((1, 1, 1), dtype=dt)
         cv = np.zeros((1, 1), dtype=np.float64)
-    data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv, prob.counts, prob.ragged)
+    data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv, prob.counts, prob.ragged,
+                prob.wts, prob.weighted)
     loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
     upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part,
                  prob.use_shared, prob.shared)

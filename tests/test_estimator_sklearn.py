@@ -43,7 +43,7 @@ NON_DEFAULT = dict(n_clusters=3, lr=[0.05, 0.2], n_init=4, n_iter=7, init=np.one
                    loss="huber", l2=0.01, huber_delta=2.0, averaging="model", local_steps=2,
                    early_stop=True, tol=1e-5, method="data", dtype=np.float32, n_threads=1,
                    random_state=np.random.default_rng(5), diverge_threshold=1e8, shared=[0, 2],
-                   fit_intercept=True, verbose=True)
+                   fit_intercept=True, verbose=True, weighting="size")
 
 
 def test_non_default_values_cover_every_parameter_but_the_deprecated_alias():

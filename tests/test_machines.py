@@ -386,3 +386,38 @@ def test_the_diabetes_experiment_of_the_issue():
     assert est.converged_ and est.to_frame("machines")["n_rows"].tolist() == sizes.tolist()
     sol = _weighted_ls([np.column_stack([a, np.ones(len(a))]) for a in Xs], ys, range(10))
     np.testing.assert_allclose(np.append(est.coef_[0], est.intercept_[0]), sol, rtol=1e-6)
+
+
+def test_size_weighting_counts_every_row_once():
+    """weighting='size': sum_i (n_i/N) F_i. One step by hand; k = 1 with an intercept converges
+    to pooled least squares over all rows; equal sizes give the uniform result bit for bit."""
+    rng = np.random.default_rng(3)
+    sizes = [10, 25, 40, 15, 60]
+    X = [rng.standard_normal((s, 3)) for s in sizes]
+    y = [Xi @ np.array([1.0, -1.0, 2.0]) + 0.5 * i + 0.1 * rng.standard_normal(len(Xi))
+         for i, Xi in enumerate(X)]
+    theta0 = rng.standard_normal((1, 1, 3))
+    one = mlr.ifca(X, y, theta0, 0.1, n_iter=1, weighting="size")
+    N = sum(sizes)
+    grad = sum(2.0 * Xi.T @ (Xi @ theta0[0, 0] - yi) / N for Xi, yi in zip(X, y))
+    np.testing.assert_allclose(one.theta[0, 0], theta0[0, 0] - 0.1 * grad, rtol=1e-12)
+    th = one.theta[0, 0]
+    pooled_loss = sum(float(np.sum((yi - Xi @ th) ** 2)) for Xi, yi in zip(X, y)) / N
+    assert one.loss[0] == pytest.approx(pooled_loss, rel=1e-12)
+    for meth in ("data", "stats"):
+        again = mlr.ifca(X, y, theta0, 0.1, n_iter=1, weighting="size", method=meth)
+        np.testing.assert_allclose(again.theta, one.theta, rtol=1e-12)
+    est = mlr.IFCA(n_clusters=1, n_init=1, n_iter=5000, fit_intercept=True, weighting="size",
+                   random_state=0).fit(X, y)
+    A = np.vstack([np.column_stack([Xi, np.ones(len(Xi))]) for Xi in X])
+    sol = np.linalg.lstsq(A, np.concatenate(y), rcond=None)[0]
+    np.testing.assert_allclose(np.append(est.coef_[0], est.intercept_[0]), sol, rtol=1e-6)
+    mix = mlr.make_mixture(m=12, n=20, d=4, k=2, R=1.0, sigma=0.1, rng=5)
+    init = mlr.init_close(mix.theta_star, 0.3, n_runs=2, rng=1)
+    a = mlr.ifca(list(mix.X), list(mix.y), init, 0.1, n_iter=10, weighting="size")
+    b = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=10)
+    assert np.array_equal(a.theta, b.theta) and np.array_equal(a.loss, b.loss)
+    with pytest.raises(ValueError, match="weighting='size' needs averaging='gradient'"):
+        mlr.ifca(X, y, theta0, 0.1, averaging="model", weighting="size")
+    with pytest.raises(ValueError, match="weighting must be one of"):
+        mlr.ifca(X, y, theta0, 0.1, weighting="rows")
