@@ -497,9 +497,9 @@ def command_costs():
 
 def _cost_line(name, row, table):
     return (f"cost: 'mixlinreg {row['args']}' took {row['cold_s']:.0f} s on a cold numba cache "
-            f"(first use: the kernels it needs compile, once) and {row['warm_s']:.0f} s warm, on "
-            f"{table['machine']} ({table['measured']}; {table['command']}); larger presets cost "
-            f"more")
+            f"and {row['warm_s']:.0f} s warm (a cold cache compiles the kernels the command uses, "
+            f"once), on {table['machine']} ({table['measured']}; {table['command']}); larger "
+            f"presets cost more")
 
 
 def _add_costs(parser, sub):
@@ -517,11 +517,14 @@ def _add_costs(parser, sub):
             cost = textwrap.fill(_cost_line(name, row, table), width=88)
             cmd.description = f"{cmd.description or ''}\n\n{cost}".strip()
             cmd.formatter_class = argparse.RawDescriptionHelpFormatter
-            lines.append(f"  mixlinreg {row['args']:<40s} cold {row['cold_s']:5.0f} s   warm "
-                         f"{row['warm_s']:5.0f} s")
-    parser.epilog = (f"measured costs ({table['machine']}, {table['measured']}; "
-                     f"{table['command']}), on a cold numba cache (first use) and warm:\n"
-                     + "\n".join(lines))
+            lines.append(f"  mixlinreg {row['args']:<48s} cold {row['cold_s']:3.0f} s, warm "
+                         f"{row['warm_s']:3.0f} s")
+    import textwrap
+
+    head = textwrap.fill(f"measured costs ({table['machine']}, {table['measured']}; "
+                         f"{table['command']}), on a cold numba cache (first use) and warm:",
+                         width=88)
+    parser.epilog = head + "\n" + "\n".join(lines)
 
 
 def _parser_demo(sub):
@@ -549,7 +552,8 @@ def _parser_reproduce(sub):
                    help="which panel of Figure 2, or all four [all]")
     r.add_argument("--preset", default="quick", choices=FIG2_PRESETS,
                    help="paper (the authors' protocol exactly), quick (same grids, fewer trials and "
-                        "initializations) or smoke (seconds) [quick]")
+                        "initializations) or smoke (tiny grids: seconds on a warm numba cache, a "
+                        "kernel compile first on a cold one; the cost line above) [quick]")
     r.add_argument("--n-jobs", type=positive_int, default=1, help="worker processes (loky) [1]")
     r.add_argument("--backend", default="loky", choices=("loky", "dask", "sequential"),
                    help="how units are run: loky worker processes, a Dask cluster, or in this "
@@ -586,7 +590,8 @@ def _parser_check(sub):
     t.add_argument("--list", action="store_true",
                    help="only list the studies: ID, paper, title")
     t.add_argument("--preset", default="quick", choices=PRESETS + ("full",),
-                   help="smoke (seconds), quick (minutes; docs/theory_checks.md gives measured times) or "
+                   help="smoke (seconds on a warm numba cache; a kernel compile first on a cold "
+                        "one), quick (minutes; docs/theory_checks.md gives measured times) or "
                         "paper (hours; 'full' is its former name) [quick]")
     _add_out_store(t, "results/checks", "folder for tables, figures and JSON records (and the store, "
                    "unless --store) [results/checks]",
@@ -675,7 +680,8 @@ def _parser_compare(sub):
     c = sub.add_parser("compare", help="IFCA against the baselines on the issue's scenarios "
                                        "(CSV, markdown table, figure)")
     c.add_argument("--preset", default="quick", choices=PRESETS,
-                   help="smoke (seconds), quick (reduced sizes, minutes) or paper (Figure 2 sizes); "
+                   help="smoke (seconds on a warm numba cache; a kernel compile first on a cold one), "
+                        "quick (reduced sizes, minutes) or paper (Figure 2 sizes); "
                         "defined in mixlinreg/configs/compare.toml")
     c.add_argument("--seeds", type=positive_int, default=None, help="data seeds per scenario [preset's]")
     c.add_argument("--seed", type=nonneg_int, default=0, help="root seed [0]")

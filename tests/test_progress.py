@@ -112,3 +112,32 @@ def test_the_other_baselines_have_bars(mix, capsys):
     assert _bar_total(capsys.readouterr().err, "soft_ifca")[-1] == (9, 9)
     bl.fedavg(mix.X, mix.y, n_rounds=7)
     assert capsys.readouterr().err == ""
+
+
+def test_help_states_the_measured_costs(capsys):
+    """Each measured command's --help quotes its cold and warm cost from the committed table
+    (experiments/command_costs.py --write), and the top-level help lists them all."""
+    from mixlinreg.cli import command_costs, main
+
+    table = command_costs()
+    assert table is not None and set(table["commands"]) >= {"demo", "reproduce", "compare"}
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    top = " ".join(capsys.readouterr().out.split())
+    for name, row in table["commands"].items():
+        with pytest.raises(SystemExit):
+            main([name, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert (f"took {row['cold_s']:.0f} s on a cold numba cache" in text
+                and f"and {row['warm_s']:.0f} s warm" in text), (name, text[:400])
+        assert f"mixlinreg {row['args']}" in top and f"cold {row['cold_s']:.0f} s" in top
+
+
+def test_the_benchmarks_page_gives_the_measured_costs():
+    from pathlib import Path
+
+    from mixlinreg.cli import command_costs
+
+    text = (Path(__file__).resolve().parent.parent / "BENCHMARKS.md").read_text()
+    for row in command_costs()["commands"].values():
+        assert f"| {row['cold_s']:.1f} s | {row['warm_s']:.1f} s |" in text, row
