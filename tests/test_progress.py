@@ -141,3 +141,37 @@ def test_the_benchmarks_page_gives_the_measured_costs():
     text = (Path(__file__).resolve().parent.parent / "BENCHMARKS.md").read_text()
     for row in command_costs()["commands"].values():
         assert f"| {row['cold_s']:.1f} s | {row['warm_s']:.1f} s |" in text, row
+
+
+def test_the_runner_bar_moves_during_a_unit(monkeypatch):
+    """A unit running in this process reports its kernel's iterations: the bar shows them
+    before the unit ends (issue 39: the bar sat at 0% through a first unit)."""
+    import io
+
+    import pandas as pd
+    from tqdm import tqdm
+
+    from mixlinreg import runner
+    from mixlinreg.runner import Workload, _UnitBar
+
+    out = io.StringIO()
+    monkeypatch.setattr(_UnitBar, "REFRESH", 0.0)
+    real_tqdm = tqdm
+
+    def to_buffer(*args, **kw):
+        kw.update(file=out, mininterval=0, disable=False)
+        return real_tqdm(*args, **kw)
+
+    monkeypatch.setattr("tqdm.auto.tqdm", to_buffer)
+
+    def unit(name, ss):
+        for k in (10, 20, 30):
+            report(k)
+        return pd.DataFrame({"x": [1.0]})
+
+    wl = Workload(name="toy", preset="smoke", key={}, units=("u0", "u1"), compute=unit)
+    runner.run(wl, progress=True)
+    shown = out.getvalue()
+    assert "running: iteration 10 of a kernel call" in shown
+    assert "running: iteration 30 of a kernel call" in shown
+    report(5)  # the hook is gone after the run

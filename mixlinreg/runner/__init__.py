@@ -533,10 +533,24 @@ class _UnitBar:
     promised hours for a run of minutes."""
 
     FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+    #: seconds between two refreshes of the running unit's iteration count
+    REFRESH = 0.5
 
     def __init__(self, bar, n_jobs):
         self.bar, self.n_jobs, self.seconds = bar, max(1, int(n_jobs)), []
         self.bar.set_postfix_str("time left: after 2 units", refresh=False)
+        self._shown = -float("inf")
+
+    def iteration(self, done):
+        """A unit running in this process reports ``done`` iterations of its kernel call
+        (:mod:`mixlinreg._progress`): the bar says so, so that it moves during the first unit
+        (units in worker processes report nothing)."""
+        now = time.perf_counter()
+        if now - self._shown < self.REFRESH:
+            return
+        self._shown = now
+        self.bar.set_postfix_str(f"{self.left(self.bar.n)}; running: iteration {int(done)} of a "
+                                 f"kernel call", refresh=True)
 
     def update(self, n=1, info=None):
         if info is not None and isinstance(info.get("seconds"), (int, float)):
@@ -720,6 +734,9 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
                         desc=desc or f"{workload.name}/{workload.preset}", disable=not progress,
                         bar_format=_UnitBar.FORMAT), n_jobs)
     client = None
+    from .._progress import _HOOK
+
+    hook = _HOOK.set(bar.iteration)  # units run in this process move the bar as they iterate
     try:
         if backend == "dask" and n_todo:
             from dask.distributed import Client
@@ -735,6 +752,7 @@ def run(workload: Workload, root=None, *, n_jobs=1, backend="loky", scheduler=No
         else:
             _fill(workload, root, store, todo, go, poll, infos, by_others, report, bar)
     finally:
+        _HOOK.reset(hook)
         bar.close()
         if client is not None and not (scheduler is not None and client is scheduler):
             client.close()
