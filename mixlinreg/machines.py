@@ -139,7 +139,8 @@ def split_by_machine(frame, *, machine, target, features=None):
     KeyError
         Naming a column that is not in the table.
     ValueError
-        When a feature or the target column is not numeric, or no feature column is left.
+        When a feature or the target column is not numeric, no feature column is left, or a
+        row has no machine (a missing value in the ``machine`` column).
 
     Examples
     --------
@@ -166,6 +167,13 @@ def split_by_machine(frame, *, machine, target, features=None):
         raise ValueError(f"no feature column is left besides machine={machine!r} and "
                          f"target={target!r}; columns: {columns}")
     ids = np.asarray(frame[machine])
+    import pandas as pd
+
+    missing = np.flatnonzero(pd.isna(ids))
+    if missing.size:
+        raise ValueError(f"machine column {machine!r} has {missing.size} missing values (rows "
+                         f"{missing[:5].tolist()}{' ...' if missing.size > 5 else ''}): every row "
+                         "needs its machine; drop or fill them first")
     cols = []
     for c in features + [target]:
         v = np.asarray(frame[c])

@@ -186,6 +186,10 @@ def test_split_by_machine_reads_a_dataframe(mix):
         mlr.split_by_machine(frame, machine="site", target="target", features=["x0", "x9"])
     with pytest.raises(ValueError, match="column 'site' must be numeric"):
         mlr.split_by_machine(frame, machine="x0", target="target")
+    holes = frame.copy()
+    holes.iloc[[3, 7], holes.columns.get_loc("site")] = None
+    with pytest.raises(ValueError, match=r"machine column 'site' has 2 missing values \(rows"):
+        mlr.split_by_machine(holes, machine="site", target="target")
     sub, _, _ = mlr.split_by_machine(frame, machine="site", target="target", features=["x2", "x0"])
     assert sub[0].shape[1] == 2
 

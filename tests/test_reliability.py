@@ -668,12 +668,14 @@ def test_compare_intervals_respect_the_range():
     assert "bootstrap percentile" in INTERVAL_METHOD
 
 
-@pytest.mark.parametrize("name, least", [("mixlinreg.ifca", 6), ("mixlinreg.estimator", 25)])
+@pytest.mark.parametrize("name, least", [("mixlinreg.ifca", 6), ("mixlinreg.estimator", 25),
+                                         ("mixlinreg.machines", 6),
+                                         ("mixlinreg.harness.point", 3)])
 def test_ifca_docstring_examples_run(name, least):
     """The examples of ifca.py and estimator.py (among them the bic example: k = 1..5 on a
-    3-cluster problem picks 3)."""
+    3-cluster problem picks 3), of the machines' helpers and of figure2_point."""
     import doctest
 
-    mod = sys.modules[name]
+    mod = importlib.import_module(name)
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted >= least and result.failed == 0

@@ -97,9 +97,9 @@ def figure2_point(panel, *, R, sigma, m=None, n=None, d=None, k=None, alpha0=Non
     Examples
     --------
     >>> from mixlinreg.harness import figure2_point
-    >>> pt = figure2_point("fig2a", R=1.0, sigma=0.1, m=20, n=20, d=40, preset="smoke")
+    >>> pt = figure2_point("fig2a", R=1.0, sigma=0.1, m=20, n=20, d=40, preset="quick", trials=4)
     >>> pt.summary[["R", "sigma", "trials", "p_authors"]].to_dict("records")
-    [{'R': 1.0, 'sigma': 0.1, 'trials': 2, 'p_authors': 1.0}]
+    [{'R': 1.0, 'sigma': 0.1, 'trials': 4, 'p_authors': 1.0}]
     """
     exp = load_config(panel, preset)
     grid, protocol = dict(exp.grid), dict(exp.protocol)
