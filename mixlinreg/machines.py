@@ -211,7 +211,7 @@ def machine_arrays(X, y, n_samples, dtype, *, y_ndim=(2,), where="X"):
             if np.ndim(y) < 1:
                 raise TypeError(f"with X a list of per-machine arrays, y must be a list of their "
                                 f"responses (arrays of shape (n_i,)), got {type(y).__name__}")
-            y = list(y)
+            y = list(np.asarray(y))  # a DataFrame's rows, not its column names
         Xp, yp, counts = stack_machines(X, y, dtype=dtype)
         return Xp, yp, counts, bool(np.any(counts != Xp.shape[1]))
     finite = n_samples is None

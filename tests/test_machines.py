@@ -49,6 +49,15 @@ def test_lists_of_equal_sizes_are_the_dense_result_bit_for_bit(mix, opts):
         assert np.array_equal(a.trace.loss, b.trace.loss)
 
 
+def test_lists_of_x_with_y_as_one_table(mix):
+    """X a list with y an (m, n) array or DataFrame: its rows are the machines' responses."""
+    init = mlr.init_close(mix.theta_star, 0.3, n_runs=1, rng=1)
+    a = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=5)
+    for y in (mix.y, pd.DataFrame(mix.y)):
+        b = mlr.ifca(list(mix.X), y, init, 0.1, n_iter=5)
+        assert np.array_equal(a.theta, b.theta)
+
+
 def test_gram_path_input_of_equal_sizes_as_lists(mix):
     init = mlr.init_close(mix.theta_star, 0.3, n_runs=2, rng=1)
     a = mlr.ifca(mix.X, mix.y, init, 0.1, n_iter=20, method="gram")
