@@ -56,11 +56,11 @@ EVALUATE, ITERATE = 0, 1
 #: (m,) holds each machine's number of rows ``n_i``; with ``ragged`` (machines of unequal sizes,
 #: padded with zero rows to ``n = max n_i``) machine i reads only its first ``n_i`` rows and every
 #: mean over its rows divides by ``n_i`` (the wrapper refuses ``resample`` then). Without it every
-#: ``counts[i]`` is ``n`` and the iterations are those of the dense arrays, bit for bit. With
-#: ``weighted``, machine i's gradient and its share of the training loss are multiplied by
-#: ``wts[i]`` (``m n_i / N``: every row counts once, ``weighting="size"``; the wrapper refuses it
-#: with model averaging).
-Data = namedtuple("Data", "X Y yidx use_stats A Bv cv counts ragged wts weighted")
+#: ``counts[i]`` is ``n`` and the iterations are those of the dense arrays, bit for bit. Machine
+#: i's gradient and its share of the training loss are multiplied by ``wts[i]``: ``m n_i / N``
+#: for ``weighting="size"`` (every row counts once; the wrapper refuses it with model averaging),
+#: else exactly 1.0, which changes no bit.
+Data = namedtuple("Data", "X Y yidx use_stats A Bv cv counts ragged wts")
 #: The objective: per-sample loss ``code`` (:data:`LOSS_CODES`), Huber threshold ``delta``, ridge
 #: coefficient ``l2``, and ``nout``, the outputs of a model: 1 for the losses of a scalar
 #: prediction; C for the multinomial loss, whose model j of run r is the d x C matrix held as the
@@ -239,7 +239,7 @@ def _evaluate(i, rows, data, loss, pk, Pflat, L, out):
         j = _argmin(L, a, k)
         r = act[a]
         out.asg[r, i] = j
-        out.lmin[r, i] = L[a, j] * data.wts[i] if data.weighted else L[a, j]
+        out.lmin[r, i] = L[a, j] * data.wts[i]
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -251,6 +251,7 @@ def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
     n_all = data.counts[i]
     Q = Pflat[: d * W].reshape((d, W))
     cols = _target_columns(i, pk, asg, upd, it)
+    wi = data.wts[i]  # 1.0 unless weighting="size"
     for q in range(d):
         for a in range(pk.na):
             col = cols[a]
@@ -258,9 +259,7 @@ def _stats_gradient(i, data, loss, pk, upd, it, asg, Pflat, gsum):
                 g = 2.0 * (Q[q, col] - data.Bv[data.yidx[pk.act[a]], i, q]) / n_all
                 if loss.l2 != 0.0:
                     g += loss.l2 * pk.ThT[q, col]
-                if data.weighted:
-                    g *= data.wts[i]
-                gsum[q, col] += g
+                gsum[q, col] += g * wi
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)
@@ -298,6 +297,7 @@ def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT,
                 Rm[t, a] = _dell(Qg[t, a - nr], yv, loss.code, loss.delta)
     np.dot(Xg.T, Rm, GT)
     inv = 1.0 / ng
+    wi = data.wts[i]  # 1.0 unless weighting="size"
     cols = _target_columns(i, pk, asg, upd, it)
     for q in range(d):  # row by row: every array below is read contiguously
         for a in range(pk.na):
@@ -307,9 +307,7 @@ def _gradient(i, rows, nr, WF, data, loss, pk, upd, it, asg, Pflat, Rm, GT, TaT,
                     g = GT[q, a * nout + c] * inv
                     if loss.l2 != 0.0:
                         g += loss.l2 * pk.ThT[q, col + c]
-                    if data.weighted:
-                        g *= data.wts[i]
-                    gsum[q, col + c] += g
+                    gsum[q, col + c] += g * wi
 
 
 @nb.njit(fastmath=FASTMATH, cache=True)

@@ -68,8 +68,7 @@ class _Problem:
     use_shared: bool = False
     counts: np.ndarray = None  # (m,) int64: rows of each machine, n_i
     ragged: bool = False  # some machine has fewer than n rows
-    wts: np.ndarray = None  # (m,) float64: each machine's weight, m n_i / N for weighting="size"
-    weighted: bool = False  # the weights differ from 1 (weighting="size" with unequal sizes)
+    wts: np.ndarray = None  # (m,) float64: m n_i / N for weighting="size", else exactly 1.0
 
     @classmethod
     def of(cls, X, y, init, lr, *, n_iter, loss, l2, huber_delta, averaging, local_steps,
@@ -113,7 +112,7 @@ class _Problem:
                              f"{int(counts.min())} to {int(counts.max())}; use resample=False, or "
                              f"give every machine the same number of rows")
         part, use_part = _check_participation(participation, n_iter, R, m, rng)
-        wts, weighted = _check_weighting(weighting, counts, ragged, averaging)
+        wts = _check_weighting(weighting, counts, ragged, averaging)
         star, has_star = _check_theta_star(theta_star, Y.shape[0], d, dt, nout)
         shared, use_shared = check_shared(shared, d)
         if use_shared:
@@ -127,8 +126,7 @@ class _Problem:
                    n_iter=n_iter, resample=resample, n_sub=n_sub, part=part, use_part=use_part,
                    star=star, has_star=has_star, early_stop=early_stop, tol=tol, thresh=thresh,
                    trace=trace, method=method, gram_memory=gram_memory, shared=shared,
-                   use_shared=use_shared, counts=counts, ragged=ragged, wts=wts,
-                   weighted=weighted)
+                   use_shared=use_shared, counts=counts, ragged=ragged, wts=wts)
 
 
 def _check_data(X, y, dtype, n_samples=None):
@@ -149,17 +147,17 @@ def _check_data(X, y, dtype, n_samples=None):
 
 
 def _check_weighting(weighting, counts, ragged, averaging):
-    """Each machine's weight and whether any differs from 1: ``"uniform"`` all 1; ``"size"``
-    ``m n_i / N`` (every row counts once), refused with model averaging."""
+    """Each machine's weight: ``"uniform"`` (or equal sizes) exactly 1.0; ``"size"`` ``m n_i / N``
+    (every row counts once), refused with model averaging."""
     check_param("weighting", weighting)
     m = counts.shape[0]
     if weighting == "uniform" or not ragged:
-        return np.ones(m), False
+        return np.ones(m)
     if averaging != "gradient":
         raise ValueError("weighting='size' needs averaging='gradient' (a size-weighted mean of "
                          "the local models is not offered), got averaging="
                          f"{averaging!r}; use weighting='uniform'")
-    return m * counts.astype(np.float64) / float(counts.sum()), True
+    return m * counts.astype(np.float64) / float(counts.sum())
 
 
 def to_vectors(W):

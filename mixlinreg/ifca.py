@@ -448,7 +448,7 @@ def _run(prob, threads):
         Bv = np.zeros((1, 1, 1), dtype=dt)
         cv = np.zeros((1, 1), dtype=np.float64)
     data = Data(X, Y, prob.yidx, prob.method == "stats", A, Bv, cv, prob.counts, prob.ragged,
-                prob.wts, prob.weighted)
+                prob.wts)
     loss = Loss(LOSS_CODES[prob.loss], prob.huber_delta, prob.l2, prob.nout)
     upd = Update(prob.lr, prob.averaging == "model", prob.local_steps, prob.use_part, prob.part,
                  prob.use_shared, prob.shared)

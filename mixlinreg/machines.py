@@ -195,6 +195,13 @@ def split_by_machine(frame, *, machine, target, features=None):
     return X, y, list(order)
 
 
+def refuse_n_samples_with_lists(n_samples):
+    """``n_samples`` belongs to padded arrays: with lists the arrays' lengths are the sizes."""
+    if n_samples is not None:
+        raise ValueError("n_samples is for padded arrays; with lists of per-machine arrays "
+                         "each machine's size is its array's length: drop n_samples")
+
+
 def machine_arrays(X, y, n_samples, dtype, *, y_ndim=(2,), where="X"):
     """The machines' data in any of the three forms (see the module) as padded arrays.
 
@@ -204,9 +211,7 @@ def machine_arrays(X, y, n_samples, dtype, *, y_ndim=(2,), where="X"):
     over the machines' own rows. Errors name the parameter and say what to pass.
     """
     if _is_list(X):
-        if n_samples is not None:
-            raise ValueError("n_samples is for padded arrays; with lists of per-machine arrays "
-                             "each machine's size is its array's length: drop n_samples")
+        refuse_n_samples_with_lists(n_samples)
         if not _is_list(y):  # an (m, n) array of responses pairs with m machines of n rows
             if np.ndim(y) < 1:
                 raise TypeError(f"with X a list of per-machine arrays, y must be a list of their "

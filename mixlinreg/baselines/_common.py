@@ -103,13 +103,11 @@ def ragged_rows(X, y, n_samples):
     """:class:`RaggedRows` for ``X``, ``y`` given as lists of per-machine arrays of unequal sizes
     (each checked as :func:`mixlinreg.stack_machines` checks it), else None (dense or padded
     arrays, and lists of equal sizes, take the padded path)."""
-    from ..machines import machine_lists
+    from ..machines import machine_lists, refuse_n_samples_with_lists
 
     if not isinstance(X, (list, tuple)):
         return None
-    if n_samples is not None:
-        raise ValueError("n_samples is for padded arrays; with lists of per-machine arrays "
-                         "each machine's size is its array's length: drop n_samples")
+    refuse_n_samples_with_lists(n_samples)
     Xs, ys = machine_lists(X, y if isinstance(y, (list, tuple)) else list(y), np.float64)
     if len({len(a) for a in Xs}) == 1:
         return None
